@@ -1,0 +1,444 @@
+// Python bindings (nanobind): devices, buffers, pipelines, launches, pool statistics.
+// Kept thin: argument conversion and exception mapping only; policy lives in the core.
+#include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/array.h>
+#include <nanobind/stl/pair.h>
+#include <nanobind/stl/shared_ptr.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <mutex>
+
+#include "device.h"
+#include "launcher.h"
+#include "pipeline_cache.h"
+#include "pool.h"
+#include "scalar_types.h"
+#include "sim/sim_compiler.h"
+
+namespace nb = nanobind;
+using namespace nb::literals;
+
+namespace tmps {
+namespace {
+
+// Everything one device needs in the process: allocator, pipelines, and its stream.
+struct DeviceContext {
+  std::shared_ptr<Device> device;
+  std::shared_ptr<BufferPool> pool;
+  std::unique_ptr<PipelineCache> cache;
+  std::unique_ptr<Stream> stream;
+
+  explicit DeviceContext(std::shared_ptr<Device> d)
+      : device(std::move(d)),
+        pool(std::make_shared<BufferPool>(device, PoolConfig::from_env())),
+        cache(std::make_unique<PipelineCache>(device)),
+        stream(std::make_unique<Stream>(device)) {}
+};
+
+// A view of a device buffer: the allocation plus a byte range.
+struct BufferRef {
+  std::shared_ptr<RawBuffer> raw;
+  uint64_t offset = 0;
+  uint64_t nbytes = 0;
+  uintptr_t address() const { return reinterpret_cast<uintptr_t>(raw->contents()) + offset; }
+};
+
+// Host memory owned by a Python object (numpy array, torch CPU tensor): the wrapper keeps
+// the owner alive for as long as any dispatch or view still refers to the memory.
+class OwnedHostBuffer : public RawBuffer {
+ public:
+  OwnedHostBuffer(std::unique_ptr<RawBuffer> inner, nb::object owner) : inner_(std::move(inner)), owner_(std::move(owner)) {}
+  ~OwnedHostBuffer() override {
+    // May run on a completion thread: the owner's refcount needs the GIL.
+    if (Py_IsInitialized()) {
+      nb::gil_scoped_acquire gil;
+      owner_.reset();
+    } else {
+      owner_.release();
+    }
+  }
+  void* contents() override { return inner_->contents(); }
+  size_t length() const override { return inner_->length(); }
+  void* native_handle() override { return inner_->native_handle(); }
+
+ private:
+  std::unique_ptr<RawBuffer> inner_;
+  nb::object owner_;
+};
+
+struct PipelineRef {
+  std::shared_ptr<Pipeline> p;
+};
+
+struct TimingRef {
+  std::shared_ptr<DispatchTiming> t;
+};
+
+std::vector<std::shared_ptr<DeviceContext>>& contexts() {
+  static std::vector<std::shared_ptr<DeviceContext>> all;
+  static std::once_flag once;
+  std::call_once(once, [] {
+    for (auto& d : enumerate_devices()) all.push_back(std::make_shared<DeviceContext>(d));
+  });
+  return all;
+}
+
+MathMode parse_math_mode(const std::string& s) {
+  if (s == "safe") return MathMode::Safe;
+  if (s == "relaxed") return MathMode::Relaxed;
+  if (s == "fast") return MathMode::Fast;
+  throw InvalidArgument("math_mode must be 'safe', 'relaxed' or 'fast', got '" + s + "'");
+}
+
+nb::dict info_dict(const DeviceInfo& i) {
+  nb::dict d;
+  d["name"] = i.name;
+  d["registry_id"] = i.registry_id;
+  d["gpu_family"] = i.gpu_family;
+  d["generation"] = i.generation;
+  d["max_threads_per_threadgroup"] = i.max_threads_per_threadgroup;
+  d["max_threadgroup_memory"] = i.max_threadgroup_memory;
+  d["recommended_working_set"] = i.recommended_working_set;
+  d["unified_memory"] = i.unified_memory;
+  d["simd_width"] = i.simd_width;
+  d["max_buffer_bindings"] = i.max_buffer_bindings;
+  d["max_buffer_length"] = i.max_buffer_length;
+  d["is_simulator"] = i.is_simulator;
+  return d;
+}
+
+const char* kind_name(ParamInfo::Kind k) {
+  switch (k) {
+    case ParamInfo::Kind::Buffer: return "buffer";
+    case ParamInfo::Kind::Threadgroup: return "threadgroup";
+    case ParamInfo::Kind::Position: return "position";
+  }
+  return "?";
+}
+
+const char* space_name(ParamInfo::Space s) {
+  switch (s) {
+    case ParamInfo::Space::Device: return "device";
+    case ParamInfo::Space::Constant: return "constant";
+    case ParamInfo::Space::Threadgroup: return "threadgroup";
+    case ParamInfo::Space::Thread: return "thread";
+  }
+  return "?";
+}
+
+// Convert one Python launch argument for `param` (may be null when the caller passed too many;
+// the launcher then reports the count).
+Arg to_arg(nb::handle obj, const ParamInfo* param, const std::string& kernel) {
+  Arg a;
+  if (nb::isinstance<BufferRef>(obj)) {
+    auto& b = nb::cast<BufferRef&>(obj);
+    a.kind = Arg::Kind::Buffer;
+    a.buffer = b.raw;
+    a.offset = b.offset;
+    a.size = b.nbytes;
+    return a;
+  }
+  a.kind = Arg::Kind::Scalar;
+  if (PyBytes_Check(obj.ptr()) || PyByteArray_Check(obj.ptr())) {  // a struct, packed by the caller
+    const char* data = PyBytes_Check(obj.ptr()) ? PyBytes_AsString(obj.ptr()) : PyByteArray_AsString(obj.ptr());
+    size_t n = PyBytes_Check(obj.ptr()) ? PyBytes_Size(obj.ptr()) : PyByteArray_Size(obj.ptr());
+    a.bytes.assign(data, data + n);
+    return a;
+  }
+  if (!param) {  // count mismatch: any bytes will do, the launcher raises the real error
+    a.bytes.assign(4, 0);
+    return a;
+  }
+  std::string where = "parameter '" + param->name + "' (" + param->type + ") of kernel '" + kernel + "'";
+  if (param->is_pointer) {
+    throw InvalidArgument(where + " is a " + space_name(param->space) + " buffer; got " +
+                          nb::cast<std::string>(nb::str(obj.type().attr("__name__"))) +
+                          " (pass a triton_mps buffer, numpy array or tensor)");
+  }
+  std::vector<double> fvals;
+  std::vector<long long> ivals;
+  std::vector<unsigned long long> uvals;
+  auto st = parse_scalar_type(param->type);
+  if (!st) {
+    throw InvalidArgument(where + ": cannot convert a Python value to '" + param->type +
+                          "'; pass bytes laid out as the struct, or a buffer");
+  }
+  std::vector<nb::handle> items;
+  nb::object seq;
+  if (st->lanes == 1) {
+    items.push_back(obj);
+  } else {
+    if (!PySequence_Check(obj.ptr()))
+      throw InvalidArgument(where + ": expected a sequence of " + std::to_string(st->lanes) + " values");
+    seq = nb::steal(PySequence_Fast(obj.ptr(), "expected a sequence"));
+    if (!seq.is_valid()) throw nb::python_error();
+    size_t n = PySequence_Fast_GET_SIZE(seq.ptr());
+    if (n != st->lanes)
+      throw InvalidArgument(where + ": expected " + std::to_string(st->lanes) + " values, got " + std::to_string(n));
+    for (size_t i = 0; i < n; ++i) items.push_back(PySequence_Fast_GET_ITEM(seq.ptr(), i));
+  }
+  a.bytes.assign(st->size(), 0);
+  for (size_t i = 0; i < items.size(); ++i) {
+    nb::handle v = items[i];
+    ScalarValue sv;
+    if (st->is_float()) {
+      double d = PyFloat_AsDouble(v.ptr());
+      if (d == -1.0 && PyErr_Occurred()) {
+        PyErr_Clear();
+        throw InvalidArgument(where + ": expected a number");
+      }
+      sv = ScalarValue::from_double(d);
+    } else {
+      if (PyFloat_Check(v.ptr()))
+        throw InvalidArgument(where + ": expected an integer, got float " + nb::cast<std::string>(nb::repr(v)));
+      nb::object idx = nb::steal(PyNumber_Index(v.ptr()));
+      if (!idx.is_valid()) {
+        PyErr_Clear();
+        throw InvalidArgument(where + ": expected an integer, got " +
+                              nb::cast<std::string>(nb::str(v.type().attr("__name__"))));
+      }
+      int overflow = 0;
+      long long ll = PyLong_AsLongLongAndOverflow(idx.ptr(), &overflow);
+      if (overflow > 0) {
+        unsigned long long ull = PyLong_AsUnsignedLongLong(idx.ptr());
+        if (PyErr_Occurred()) {
+          PyErr_Clear();
+          throw InvalidArgument(where + ": value " + nb::cast<std::string>(nb::repr(v)) + " does not fit");
+        }
+        sv = ScalarValue::from_unsigned(ull);
+      } else if (overflow < 0) {
+        throw InvalidArgument(where + ": value " + nb::cast<std::string>(nb::repr(v)) + " does not fit");
+      } else {
+        sv = ScalarValue::from_signed(ll);
+      }
+    }
+    std::string err = st->store(sv, a.bytes.data() + i * st->element_size);
+    if (!err.empty()) throw InvalidArgument(where + ": " + err);
+  }
+  if (param->type_size && param->type_size != a.bytes.size()) a.bytes.resize(param->type_size, 0);
+  return a;
+}
+
+}  // namespace
+}  // namespace tmps
+
+NB_MODULE(_core, m) {
+  using namespace tmps;
+  m.doc() = "triton-mps native core: devices, buffer pool, pipeline cache, launcher, simulator";
+
+  // Exceptions: one Python class per core error type, all under triton_mps.Error.
+  static PyObject* err_base = PyErr_NewException("triton_mps.Error", PyExc_RuntimeError, nullptr);
+  auto sub = [&](const char* name, PyObject* extra) {
+    PyObject* bases = extra ? PyTuple_Pack(2, err_base, extra) : PyTuple_Pack(1, err_base);
+    PyObject* cls = PyErr_NewException((std::string("triton_mps.") + name).c_str(), bases, nullptr);
+    Py_DECREF(bases);
+    m.attr(name) = nb::handle(cls);
+    return cls;
+  };
+  m.attr("Error") = nb::handle(err_base);
+  static PyObject* e_invalid = sub("InvalidArgument", PyExc_ValueError);
+  static PyObject* e_compile = sub("CompileError", nullptr);
+  static PyObject* e_limit = sub("LimitExceeded", PyExc_ValueError);
+  static PyObject* e_dispatch = sub("DispatchError", nullptr);
+  static PyObject* e_oom = sub("OutOfMemory", PyExc_MemoryError);
+  static PyObject* e_unavail = sub("Unavailable", nullptr);
+  nb::register_exception_translator([](const std::exception_ptr& p, void*) {
+    try {
+      std::rethrow_exception(p);
+    } catch (const InvalidArgument& e) {
+      PyErr_SetString(e_invalid, e.what());
+    } catch (const CompileError& e) {
+      PyErr_SetString(e_compile, e.what());
+    } catch (const LimitExceeded& e) {
+      PyErr_SetString(e_limit, e.what());
+    } catch (const DispatchError& e) {
+      PyErr_SetString(e_dispatch, e.what());
+    } catch (const OutOfMemory& e) {
+      PyErr_SetString(e_oom, e.what());
+    } catch (const Unavailable& e) {
+      PyErr_SetString(e_unavail, e.what());
+    } catch (const Error& e) {
+      PyErr_SetString(err_base, e.what());
+    }
+  });
+
+  nb::class_<BufferRef>(m, "Buffer")
+      .def_prop_ro("nbytes", [](const BufferRef& b) { return b.nbytes; })
+      .def_prop_ro("offset", [](const BufferRef& b) { return b.offset; })
+      .def_prop_ro("address", &BufferRef::address, "CPU address of the first byte (unified memory)")
+      .def_prop_ro("native_handle", [](BufferRef& b) { return reinterpret_cast<uintptr_t>(b.raw->native_handle()); })
+      .def("view", [](const BufferRef& b, uint64_t offset, uint64_t nbytes) {
+            if (offset > b.nbytes || nbytes > b.nbytes - offset)
+              throw InvalidArgument("view [" + std::to_string(offset) + ", +" + std::to_string(nbytes) +
+                                    ") is outside the buffer of " + std::to_string(b.nbytes) + " bytes");
+            return BufferRef{b.raw, b.offset + offset, nbytes};
+          }, "offset"_a, "nbytes"_a)
+      .def("bytes_view", [](nb::handle self) {
+            auto& b = nb::cast<BufferRef&>(self);
+            auto* p = reinterpret_cast<uint8_t*>(b.address());
+            return nb::ndarray<nb::numpy, uint8_t, nb::ndim<1>>(p, {static_cast<size_t>(b.nbytes)}, self);
+          }, "A writable uint8 numpy view of the bytes (no copy; keeps the buffer alive).")
+      .def("__repr__", [](const BufferRef& b) {
+            return "<triton_mps.Buffer " + std::to_string(b.nbytes) + " bytes at 0x" +
+                   [](uintptr_t a) { char s[32]; std::snprintf(s, sizeof s, "%llx", (unsigned long long)a); return std::string(s); }(b.address()) + ">";
+          });
+
+  nb::class_<PipelineRef>(m, "Pipeline")
+      .def_prop_ro("name", [](const PipelineRef& p) { return p.p->name(); })
+      .def_prop_ro("max_total_threads_per_threadgroup", [](const PipelineRef& p) { return p.p->max_total_threads_per_threadgroup(); })
+      .def_prop_ro("thread_execution_width", [](const PipelineRef& p) { return p.p->thread_execution_width(); })
+      .def_prop_ro("static_threadgroup_memory", [](const PipelineRef& p) { return p.p->static_threadgroup_memory(); })
+      .def_prop_ro("params", [](const PipelineRef& p) {
+        nb::list out;
+        for (auto& q : p.p->params()) {
+          nb::dict d;
+          d["name"] = q.name;
+          d["type"] = q.type;
+          d["attribute"] = q.attribute;
+          d["kind"] = kind_name(q.kind);
+          d["space"] = space_name(q.space);
+          d["index"] = q.index;
+          d["is_pointer"] = q.is_pointer;
+          d["type_size"] = q.type_size;
+          d["line"] = q.line;
+          out.append(d);
+        }
+        return out;
+      })
+      .def("__repr__", [](const PipelineRef& p) { return "<triton_mps.Pipeline '" + p.p->name() + "'>"; });
+
+  nb::class_<TimingRef>(m, "Timing")
+      .def_prop_ro("ready", [](const TimingRef& t) { return t.t->ready; })
+      .def_prop_ro("start_ns", [](const TimingRef& t) { return t.t->start_ns; })
+      .def_prop_ro("end_ns", [](const TimingRef& t) { return t.t->end_ns; })
+      .def_prop_ro("elapsed_ns", [](const TimingRef& t) { return t.t->end_ns - t.t->start_ns; })
+      .def_prop_ro("error", [](const TimingRef& t) { return t.t->error; });
+
+  nb::class_<DeviceContext>(m, "Device")
+      .def_prop_ro("info", [](const DeviceContext& c) { return info_dict(c.device->info()); })
+      .def_prop_ro("name", [](const DeviceContext& c) { return c.device->info().name; })
+      .def_prop_ro("is_simulator", [](const DeviceContext& c) { return c.device->info().is_simulator; })
+      .def("buffer", [](DeviceContext& c, uint64_t nbytes) {
+            auto raw = c.pool->allocate(nbytes);
+            return BufferRef{raw, 0, nbytes};
+          }, "nbytes"_a, "A pooled shared-storage buffer (contents undefined).")
+      .def("wrap_host", [](DeviceContext& c, uintptr_t address, uint64_t nbytes, nb::object owner) {
+            std::unique_ptr<RawBuffer> inner = c.device->wrap_host_memory(reinterpret_cast<void*>(address), nbytes);
+            auto raw = std::make_shared<OwnedHostBuffer>(std::move(inner), std::move(owner));
+            return BufferRef{raw, 0, nbytes};
+          }, "address"_a, "nbytes"_a, "owner"_a, "Wrap host memory without copying; `owner` is kept alive.")
+      .def("wrap_native", [](DeviceContext& c, uintptr_t handle, uint64_t offset, uint64_t nbytes) {
+            std::shared_ptr<RawBuffer> raw = c.device->wrap_native_buffer(reinterpret_cast<void*>(handle));
+            if (offset > raw->length() || nbytes > raw->length() - offset)
+              throw InvalidArgument("range [" + std::to_string(offset) + ", +" + std::to_string(nbytes) +
+                                    ") is outside the native buffer of " + std::to_string(raw->length()) + " bytes");
+            return BufferRef{raw, offset, nbytes};
+          }, "handle"_a, "offset"_a, "nbytes"_a)
+      .def("compile", [](DeviceContext& c, const std::string& source, const std::string& entry,
+                         const std::string& math_mode, bool strict, std::vector<std::pair<std::string, std::string>> macros,
+                         const std::string& label, const std::string& language_version) {
+            CompileOptions o;
+            o.math_mode = parse_math_mode(math_mode);
+            o.strict_check = strict;
+            o.macros = std::move(macros);
+            o.label = label;
+            o.language_version = language_version;
+            std::shared_ptr<Pipeline> p;
+            {
+              nb::gil_scoped_release release;
+              p = c.cache->get(source, entry, o);
+            }
+            return PipelineRef{p};
+          }, "source"_a, "entry"_a, "math_mode"_a = "safe", "strict"_a = true,
+          "macros"_a = std::vector<std::pair<std::string, std::string>>{}, "label"_a = "", "language_version"_a = "3.1")
+      .def("launch", [](DeviceContext& c, const PipelineRef& p, std::array<uint32_t, 3> grid, std::array<uint32_t, 3> threads,
+                        nb::list args, std::vector<std::pair<uint32_t, uint32_t>> threadgroup_memory, int pack_scalars_at,
+                        bool timed) -> nb::object {
+            std::vector<const ParamInfo*> buffer_params;
+            for (auto& q : p.p->params())
+              if (q.kind == ParamInfo::Kind::Buffer) buffer_params.push_back(&q);
+            std::sort(buffer_params.begin(), buffer_params.end(),
+                      [](const ParamInfo* a, const ParamInfo* b) { return a->index < b->index; });
+            std::vector<Arg> converted;
+            converted.reserve(args.size());
+            for (size_t i = 0; i < args.size(); ++i)
+              converted.push_back(to_arg(args[i], i < buffer_params.size() ? buffer_params[i] : nullptr, p.p->name()));
+            LaunchConfig cfg;
+            cfg.threadgroups = grid;
+            cfg.threads_per_group = threads;
+            cfg.threadgroup_memory = std::move(threadgroup_memory);
+            cfg.pack_scalars_at = pack_scalars_at;
+            std::shared_ptr<DispatchTiming> t;
+            {
+              nb::gil_scoped_release release;
+              t = c.stream->launch(p.p, converted, cfg, timed);
+            }
+            if (!t) return nb::none();
+            return nb::cast(TimingRef{t});
+          }, "pipeline"_a, "grid"_a, "threads"_a, "args"_a,
+          "threadgroup_memory"_a = std::vector<std::pair<uint32_t, uint32_t>>{}, "pack_scalars_at"_a = -1, "timed"_a = false)
+      .def("commit", [](DeviceContext& c) { nb::gil_scoped_release r; c.stream->commit(); })
+      .def("synchronize", [](DeviceContext& c) { nb::gil_scoped_release r; c.stream->synchronize(); })
+      .def_prop_ro("pending", [](DeviceContext& c) { return c.stream->pending(); })
+      .def("set_commit_threshold", [](DeviceContext& c, size_t n) { c.stream->set_commit_threshold(n); }, "n"_a)
+      .def("pool_stats", [](DeviceContext& c) {
+            PoolStats s = c.pool->stats();
+            nb::dict d;
+            d["active_bytes"] = s.active_bytes;
+            d["peak_active_bytes"] = s.peak_active_bytes;
+            d["cached_bytes"] = s.cached_bytes;
+            d["num_allocations"] = s.num_allocations;
+            d["hits"] = s.hits;
+            d["misses"] = s.misses;
+            d["num_cached_buffers"] = s.num_cached_buffers;
+            return d;
+          })
+      .def("pool_config", [](DeviceContext& c) {
+            nb::dict d;
+            d["max_cached_bytes"] = c.pool->config().max_cached_bytes;
+            d["max_buffer_age_ms"] = c.pool->config().max_buffer_age_ms;
+            return d;
+          })
+      .def("set_pool_config", [](DeviceContext& c, uint64_t max_cached_bytes, uint64_t max_buffer_age_ms) {
+            PoolConfig cfg;
+            cfg.max_cached_bytes = max_cached_bytes;
+            cfg.max_buffer_age_ms = max_buffer_age_ms;
+            c.pool->set_config(cfg);
+          }, "max_cached_bytes"_a, "max_buffer_age_ms"_a)
+      .def("empty_cache", [](DeviceContext& c) { c.pool->empty_cache(); })
+      .def("reset_peak", [](DeviceContext& c) { c.pool->reset_peak(); })
+      .def("pipeline_cache_stats", [](DeviceContext& c) {
+            auto s = c.cache->stats();
+            nb::dict d;
+            d["hits"] = s.hits;
+            d["misses"] = s.misses;
+            d["entries"] = s.entries;
+            return d;
+          })
+      .def("clear_pipeline_cache", [](DeviceContext& c) { c.cache->clear(); })
+      .def("__repr__", [](const DeviceContext& c) { return "<triton_mps.Device '" + c.device->info().name + "'>"; });
+
+  m.def("devices", [] {
+    nb::list out;
+    for (auto& c : contexts()) out.append(nb::cast(c));
+    return out;
+  }, "Every device: Metal devices first (macOS), then the simulator.");
+  m.def("set_sim_shim_dir", &sim::set_shim_dir, "path"_a);
+  m.def("sim_shim_dir", &sim::shim_dir);
+  m.def("sim_toolchain", [] {
+    const auto& t = sim::find_toolchain();
+    nb::dict d;
+    d["command"] = t.cxx;
+    d["description"] = t.description;
+    d["version"] = t.version;
+    return d;
+  });
+  m.def("cache_dir", &cache_dir);
+  m.def("pool_size_class", &pool_size_class, "nbytes"_a);
+}

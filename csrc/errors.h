@@ -1,0 +1,39 @@
+// Exception types of the native core. The bindings map each to a Python exception class
+// (triton_mps.CompileError, ...) carrying the original message.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+
+namespace tmps {
+
+// Base of every error we raise on purpose.
+struct Error : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+// Bad arguments from the caller: wrong count/type, buffer too small, unbound binding.
+struct InvalidArgument : Error {
+  using Error::Error;
+};
+// MSL that does not compile (the message holds the compiler's diagnostics with MSL lines).
+struct CompileError : Error {
+  using Error::Error;
+};
+// A Metal limit exceeded: threads per threadgroup, threadgroup memory, buffer bindings.
+struct LimitExceeded : Error {
+  using Error::Error;
+};
+// A dispatch failed while running (simulator: divergent barrier, deadlock, device fault, fail()).
+struct DispatchError : Error {
+  using Error::Error;
+};
+// A device allocation failed even after releasing cached memory.
+struct OutOfMemory : Error {
+  using Error::Error;
+};
+// The backend is not usable here (no Metal device, no simulator compiler found).
+struct Unavailable : Error {
+  using Error::Error;
+};
+
+}  // namespace tmps

@@ -1,0 +1,597 @@
+// Metal backend: device discovery, buffers, pipelines (with the binary-archive disk cache) and
+// batches of dispatches. See metal_device.h for the ownership rules and the timing design.
+#include "metal/metal_device.h"
+
+#include <objc/runtime.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <type_traits>
+#include <utility>
+
+#include "msl_frontend.h"
+#include "pipeline_cache.h"
+
+namespace tmps {
+namespace metal {
+namespace {
+
+// Untimed and timed dispatches of one batch run in several compute passes: tracked hazards
+// let Metal order a pass that reads a buffer after a pass that wrote it.
+constexpr MTL::ResourceOptions kSharedOptions = MTL::ResourceStorageModeShared |
+                                                MTL::ResourceCPUCacheModeDefaultCache |
+                                                MTL::ResourceHazardTrackingModeTracked;
+constexpr size_t kMaxSetBytes = 4096;           // Metal's limit for setBytes
+constexpr NS::UInteger kSamplesPerBuffer = 64;  // 32 timed dispatches per counter sample buffer
+constexpr uint32_t kThreadgroupMemoryGranule = 16;  // setThreadgroupMemoryLength needs multiples of 16
+
+NS::String* ns_string(const std::string& s) { return NS::String::string(s.c_str(), NS::UTF8StringEncoding); }
+
+std::string to_string(const NS::String* s) { return s ? std::string(s->utf8String()) : std::string(); }
+
+std::string describe(const NS::Error* error) {
+  if (!error) return "(Metal gave no error object)";
+  return to_string(error->localizedDescription());
+}
+
+// Whether the running OS implements a selector: metal-cpp headers may be newer than the OS
+// (sending an unknown selector raises an Objective-C exception, which would abort us).
+bool responds_to(const void* object, const char* selector) {
+  Class cls = object_getClass(reinterpret_cast<id>(const_cast<void*>(object)));
+  return cls && class_respondsToSelector(cls, sel_registerName(selector));
+}
+
+// --- compile options that depend on the metal-cpp version ---------------------------------
+// setMathMode / setMathFloatingPointFunctions appeared with the macOS 15 SDK. Detecting the
+// member (not a version macro) keeps older metal-cpp (a user's METAL_CPP_DIR) compiling.
+template <class T, class = void>
+struct HasSetMathMode : std::false_type {};
+template <class T>
+struct HasSetMathMode<T, std::void_t<decltype(&T::setMathMode)>> : std::true_type {};
+template <class T, class = void>
+struct HasSetMathFunctions : std::false_type {};
+template <class T>
+struct HasSetMathFunctions<T, std::void_t<decltype(&T::setMathFloatingPointFunctions)>> : std::true_type {};
+
+template <class Method>
+struct FirstArg;
+template <class C, class R, class A>
+struct FirstArg<R (C::*)(A)> {
+  using type = A;
+};
+
+template <class Options>
+void apply_math_mode(Options* opts, MathMode mode) {
+  if constexpr (HasSetMathMode<Options>::value) {
+    if (responds_to(opts, "setMathMode:")) {
+      using Mode = typename FirstArg<decltype(&Options::setMathMode)>::type;
+      // MTLMathModeSafe = 0, Relaxed = 1, Fast = 2.
+      int value = mode == MathMode::Safe ? 0 : mode == MathMode::Relaxed ? 1 : 2;
+      opts->setMathMode(static_cast<Mode>(value));
+      if constexpr (HasSetMathFunctions<Options>::value) {
+        if (responds_to(opts, "setMathFloatingPointFunctions:")) {
+          using Fns = typename FirstArg<decltype(&Options::setMathFloatingPointFunctions)>::type;
+          // Precise (1) exp/log/sin... for Safe: Triton's math is not fast-math. Fast (0) otherwise.
+          opts->setMathFloatingPointFunctions(static_cast<Fns>(mode == MathMode::Safe ? 1 : 0));
+        }
+      }
+      return;
+    }
+  }
+  // Older OS/SDK: only on/off. Relaxed has no equivalent; it gets the safe setting.
+  opts->setFastMathEnabled(mode == MathMode::Fast);
+}
+
+// "3.1" -> MTLLanguageVersion3_1. The enum is (major << 16) | minor in every SDK, so building the
+// value keeps versions newer than the compiled headers usable.
+MTL::LanguageVersion parse_language_version(const std::string& text, const std::string& label) {
+  unsigned major = 0, minor = 0;
+  char tail = 0;
+  if (std::sscanf(text.c_str(), "%u.%u%c", &major, &minor, &tail) != 2 || major < 1 || major > 9 || minor > 9)
+    throw InvalidArgument("kernel '" + label + "': language_version '" + text + "' is not of the form \"3.1\"");
+  return static_cast<MTL::LanguageVersion>((major << 16) | minor);
+}
+
+Ref<NS::Dictionary> macro_dictionary(const std::vector<std::pair<std::string, std::string>>& macros) {
+  std::vector<const NS::Object*> keys, values;
+  for (const auto& [name, value] : macros) {
+    keys.push_back(ns_string(name));
+    values.push_back(ns_string(value));
+  }
+  return NS::TransferPtr(NS::Dictionary::alloc()->init(values.data(), keys.data(), keys.size()));
+}
+
+std::string function_names(const MTL::Library* library) {
+  std::string out;
+  const NS::Array* names = library->functionNames();
+  for (NS::UInteger i = 0; names && i < names->count(); ++i)
+    out += (out.empty() ? "" : ", ") + to_string(names->object<NS::String>(i));
+  return out.empty() ? "(none)" : out;
+}
+
+// --- device facts --------------------------------------------------------------------------
+// Apple GPU family from apple10 (M5) down to apple7 (M1); 0 when below apple7 (Intel/AMD Macs),
+// which the backend does not target. Values are MTLGPUFamilyApple<N> = 1000 + N, built
+// numerically so headers that predate apple10 still compile.
+int apple_family(MTL::Device* device) {
+  for (int n = 10; n >= 7; --n)
+    if (device->supportsFamily(static_cast<MTL::GPUFamily>(1000 + n))) return n;
+  return 0;
+}
+
+Ref<MTL::CounterSet> timestamp_counter_set(MTL::Device* device) {
+  if (!device->supportsCounterSampling(MTL::CounterSamplingPointAtStageBoundary)) return {};
+  const NS::Array* sets = device->counterSets();
+  for (NS::UInteger i = 0; sets && i < sets->count(); ++i) {
+    auto* set = sets->object<MTL::CounterSet>(i);
+    if (set->name()->isEqualToString(MTL::CommonCounterSetTimestamp)) return NS::RetainPtr(set);
+  }
+  return {};
+}
+
+std::string os_version() {
+  return to_string(NS::ProcessInfo::processInfo()->operatingSystemVersionString());
+}
+
+std::string command_buffer_error(MTL::CommandBuffer* cb) {
+  std::string text = "Metal command buffer failed: " + describe(cb->error());
+  const NS::Error* error = cb->error();
+  const NS::Dictionary* info = error ? error->userInfo() : nullptr;
+  const NS::Array* encoders = info ? info->object<NS::Array>(MTL::CommandBufferEncoderInfoErrorKey) : nullptr;
+  for (NS::UInteger i = 0; encoders && i < encoders->count(); ++i) {
+    auto* e = encoders->object<MTL::CommandBufferEncoderInfo>(i);
+    if (e->errorState() == MTL::CommandEncoderErrorStateFaulted)
+      text += "; faulted in pass '" + to_string(e->label()) + "'";
+  }
+  return text;
+}
+
+}  // namespace
+
+// --- small owners --------------------------------------------------------------------------
+
+AutoreleasePool::AutoreleasePool() : pool_(NS::TransferPtr(NS::AutoreleasePool::alloc()->init())) {}
+
+MetalBuffer::MetalBuffer(Ref<MTL::Buffer> buffer) : buffer_(std::move(buffer)), length_(buffer_->length()) {}
+void* MetalBuffer::contents() { return buffer_->contents(); }
+size_t MetalBuffer::length() const { return length_; }
+void* MetalBuffer::native_handle() { return buffer_.get(); }
+
+MetalPipeline::MetalPipeline(std::string name, std::vector<ParamInfo> params, uint32_t line,
+                             Ref<MTL::ComputePipelineState> state)
+    : name_(std::move(name)),
+      params_(std::move(params)),
+      line_(line),
+      state_(std::move(state)),
+      max_threads_(static_cast<uint32_t>(state_->maxTotalThreadsPerThreadgroup())),
+      execution_width_(static_cast<uint32_t>(state_->threadExecutionWidth())),
+      static_threadgroup_memory_(static_cast<uint32_t>(state_->staticThreadgroupMemoryLength())) {}
+
+// --- binary archive ------------------------------------------------------------------------
+
+PipelineArchive::PipelineArchive(Ref<MTL::Device> device, uint64_t registry_id)
+    : device_(std::move(device)), registry_id_(registry_id) {}
+
+void PipelineArchive::open() {
+  opened_ = true;
+  try {
+    std::string dir = cache_dir() + "/metal";
+    if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) return;  // no disk cache this process
+    path_ = dir + "/" + std::to_string(registry_id_) + ".metallib-archive";
+  } catch (const std::exception&) {
+    return;  // cache_dir() unusable: build without the archive
+  }
+  auto desc = NS::TransferPtr(MTL::BinaryArchiveDescriptor::alloc()->init());
+  NS::Error* error = nullptr;
+  if (::access(path_.c_str(), F_OK) == 0) {
+    desc->setUrl(NS::URL::fileURLWithPath(ns_string(path_)));
+    archive_ = NS::TransferPtr(device_->newBinaryArchive(desc.get(), &error));
+    if (archive_) return;
+    std::remove(path_.c_str());  // corrupt or from an incompatible OS: start over
+    desc->setUrl(nullptr);
+  }
+  archive_ = NS::TransferPtr(device_->newBinaryArchive(desc.get(), &error));  // empty, may be null
+}
+
+void PipelineArchive::persist() {
+  static std::atomic<unsigned> counter{0};
+  std::string tmp = path_ + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter++);
+  NS::Error* error = nullptr;
+  if (archive_->serializeToURL(NS::URL::fileURLWithPath(ns_string(tmp)), &error)) {
+    if (std::rename(tmp.c_str(), path_.c_str()) == 0) return;
+  }
+  std::remove(tmp.c_str());  // the cache is an optimisation: a failed write only costs a rebuild
+}
+
+Ref<MTL::ComputePipelineState> PipelineArchive::build(MTL::Function* function, const std::string& label) {
+  AutoreleasePool pool;
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!opened_) open();
+  auto desc = NS::TransferPtr(MTL::ComputePipelineDescriptor::alloc()->init());
+  desc->setComputeFunction(function);
+  desc->setLabel(ns_string(label));
+  NS::Error* error = nullptr;
+  if (archive_) {
+    desc->setBinaryArchives(NS::Array::array(archive_.get()));
+    // A hit loads the GPU binary from the archive; a miss returns null instead of compiling.
+    auto hit = NS::TransferPtr(
+        device_->newComputePipelineState(desc.get(), MTL::PipelineOptionFailOnBinaryArchiveMiss, nullptr, &error));
+    if (hit) return hit;
+    error = nullptr;
+    if (archive_->addComputePipelineFunctions(desc.get(), &error)) persist();
+    error = nullptr;
+  }
+  auto state = NS::TransferPtr(device_->newComputePipelineState(desc.get(), MTL::PipelineOptionNone, nullptr, &error));
+  if (!state) throw CompileError("kernel '" + label + "': Metal could not build the compute pipeline: " + describe(error));
+  return state;
+}
+
+// --- device --------------------------------------------------------------------------------
+
+MetalDevice::MetalDevice(Ref<MTL::Device> device) : device_(std::move(device)) {
+  AutoreleasePool pool;
+  queue_ = NS::TransferPtr(device_->newCommandQueue());
+  if (!queue_) throw Unavailable("Metal: could not create a command queue on " + to_string(device_->name()));
+  int family = apple_family(device_.get());
+  info_.name = to_string(device_->name());
+  info_.registry_id = device_->registryID();
+  info_.gpu_family = family ? "apple" + std::to_string(family) : "unknown";
+  info_.generation = family ? family - 6 : 0;  // apple7 = M1 = 1 ... apple10 = M5 = 5
+  info_.max_threads_per_threadgroup = static_cast<uint32_t>(device_->maxThreadsPerThreadgroup().width);
+  info_.max_threadgroup_memory = static_cast<uint32_t>(device_->maxThreadgroupMemoryLength());
+  info_.recommended_working_set = device_->recommendedMaxWorkingSetSize();
+  info_.unified_memory = device_->hasUnifiedMemory();
+  info_.simd_width = 32;
+  info_.max_buffer_bindings = 31;
+  info_.max_buffer_length = device_->maxBufferLength();
+  info_.is_simulator = false;
+  identity_ = "metal:" + std::to_string(info_.registry_id) + ":" + os_version();
+  timer_.timestamps = timestamp_counter_set(device_.get());
+  archive_ = std::make_unique<PipelineArchive>(device_, info_.registry_id);
+}
+
+std::unique_ptr<RawBuffer> MetalDevice::new_buffer(size_t bytes) {
+  if (bytes > info_.max_buffer_length)
+    throw OutOfMemory("Metal: buffer of " + std::to_string(bytes) + " bytes exceeds maxBufferLength (" +
+                      std::to_string(info_.max_buffer_length) + ") of " + info_.name);
+  // Metal rejects zero-length buffers; a 1-byte buffer keeps empty tensors bindable.
+  auto buffer = NS::TransferPtr(device_->newBuffer(std::max<size_t>(bytes, 1), kSharedOptions));
+  if (!buffer) throw OutOfMemory("Metal: could not allocate " + std::to_string(bytes) + " bytes on " + info_.name);
+  return std::make_unique<MetalBuffer>(std::move(buffer));
+}
+
+std::unique_ptr<RawBuffer> MetalDevice::wrap_host_memory(void* ptr, size_t bytes) {
+  const size_t page = static_cast<size_t>(::getpagesize());
+  if (!ptr || bytes == 0 || reinterpret_cast<uintptr_t>(ptr) % page != 0 || bytes % page != 0)
+    throw InvalidArgument("Metal: wrap_host_memory needs a page-aligned address and a length that is a non-zero "
+                          "multiple of the page size (" + std::to_string(page) + " bytes)");
+  // No deallocator: the caller owns the memory and must keep it alive longer than the buffer.
+  auto buffer = NS::TransferPtr(device_->newBuffer(ptr, bytes, kSharedOptions, nullptr));
+  if (!buffer) throw OutOfMemory("Metal: could not wrap " + std::to_string(bytes) + " bytes of host memory");
+  return std::make_unique<MetalBuffer>(std::move(buffer));
+}
+
+std::shared_ptr<Pipeline> MetalDevice::build_pipeline(const std::string& source, const std::string& entry,
+                                                      const CompileOptions& options) {
+  AutoreleasePool pool;
+  const std::string label = options.label.empty() ? entry : options.label;
+  auto opts = NS::TransferPtr(MTL::CompileOptions::alloc()->init());
+  apply_math_mode(opts.get(), options.math_mode);
+  opts->setLanguageVersion(parse_language_version(options.language_version, label));
+  Ref<NS::Dictionary> macros;
+  if (!options.macros.empty()) {
+    macros = macro_dictionary(options.macros);
+    opts->setPreprocessorMacros(macros.get());
+  }
+
+  NS::Error* error = nullptr;
+  auto library = NS::TransferPtr(device_->newLibrary(ns_string(source), opts.get(), &error));
+  if (!library) throw CompileError("kernel '" + label + "': Metal compile failed:\n" + describe(error));
+  auto function = NS::TransferPtr(library->newFunction(ns_string(entry)));
+  if (!function)
+    throw CompileError("kernel '" + label + "': no function '" + entry + "' in the compiled library; it has: " +
+                       function_names(library.get()));
+  if (function->functionType() != MTL::FunctionTypeKernel)
+    throw CompileError("kernel '" + label + "': '" + entry + "' is not a `kernel` function");
+
+  // Bindings come from our own MSL frontend (the same parse the simulator uses), so launch
+  // arguments are checked the same way on both backends.
+  const std::vector<KernelDecl> decls = parse_kernels(source, label + ".metal");
+  auto decl = std::find_if(decls.begin(), decls.end(), [&](const KernelDecl& k) { return k.name == entry; });
+  if (decl == decls.end())
+    throw CompileError("kernel '" + label + "': Metal compiled '" + entry +
+                       "' but its signature could not be read from the source (kernels made by macros are not supported)");
+
+  Ref<MTL::ComputePipelineState> state = archive_->build(function.get(), label);
+  return std::make_shared<MetalPipeline>(entry, decl->params, decl->line, std::move(state));
+}
+
+std::unique_ptr<Batch> MetalDevice::new_batch() {
+  return std::make_unique<MetalBatch>(device_, queue_, timer_, info_);
+}
+
+// --- batch ---------------------------------------------------------------------------------
+
+MetalBatch::MetalBatch(Ref<MTL::Device> device, Ref<MTL::CommandQueue> queue, TimerSupport timer,
+                       const DeviceInfo& info)
+    : device_(std::move(device)),
+      queue_(std::move(queue)),
+      timer_(std::move(timer)),
+      info_(info),
+      state_(std::make_shared<BatchState>()) {
+  state_->device = device_;
+}
+
+MetalBatch::~MetalBatch() {
+  // An encoder released without endEncoding is a Metal API violation, even uncommitted.
+  if (!committed_) {
+    AutoreleasePool pool;
+    end_encoder();
+  }
+}
+
+void MetalBatch::validate(const Dispatch& d) const {
+  auto* pipeline = dynamic_cast<MetalPipeline*>(d.pipeline.get());
+  if (!pipeline) throw InvalidArgument("Metal batch: the dispatch's pipeline was not built by a Metal device");
+  const std::string kernel = "kernel '" + pipeline->name() + "': ";
+  if (pipeline->state()->device() != device_.get())
+    throw InvalidArgument(kernel + "pipeline was built for another Metal device");
+  uint64_t threads = 1;
+  for (uint32_t t : d.threads_per_group) {
+    if (t == 0) throw InvalidArgument(kernel + "threads_per_group has a zero dimension");
+    threads *= t;
+  }
+  if (threads > pipeline->max_total_threads_per_threadgroup())
+    throw LimitExceeded(kernel + "threadgroup of " + std::to_string(threads) +
+                        " threads exceeds the pipeline's maxTotalThreadsPerThreadgroup (" +
+                        std::to_string(pipeline->max_total_threads_per_threadgroup()) + ")");
+  for (const Binding& b : d.bindings) {
+    const std::string where = kernel + "binding buffer(" + std::to_string(b.index) + "): ";
+    if (b.index >= info_.max_buffer_bindings)
+      throw InvalidArgument(where + "index over Metal's " + std::to_string(info_.max_buffer_bindings) + " buffer bindings");
+    if (b.kind == Binding::Kind::Bytes) {
+      if (b.bytes.empty()) throw InvalidArgument(where + "empty inline bytes");
+      continue;
+    }
+    if (!b.buffer || !b.buffer->native_handle()) throw InvalidArgument(where + "no Metal buffer bound");
+    if (b.offset > b.buffer->length())
+      throw InvalidArgument(where + "offset " + std::to_string(b.offset) + " past the buffer's " +
+                            std::to_string(b.buffer->length()) + " bytes");
+  }
+  uint64_t shared = pipeline->static_threadgroup_memory();
+  for (const auto& [index, bytes] : d.threadgroup_memory) {
+    if (index >= info_.max_buffer_bindings)
+      throw InvalidArgument(kernel + "threadgroup(" + std::to_string(index) + ") index out of range");
+    shared += (uint64_t(bytes) + kThreadgroupMemoryGranule - 1) / kThreadgroupMemoryGranule * kThreadgroupMemoryGranule;
+  }
+  if (shared > info_.max_threadgroup_memory)
+    throw LimitExceeded(kernel + "needs " + std::to_string(shared) + " bytes of threadgroup memory; the device has " +
+                        std::to_string(info_.max_threadgroup_memory));
+}
+
+MTL::CommandBuffer* MetalBatch::current_command_buffer() {
+  if (!command_buffer_open_) {
+    auto desc = NS::TransferPtr(MTL::CommandBufferDescriptor::alloc()->init());
+    desc->setRetainedReferences(false);  // BatchState retains everything the GPU touches
+    desc->setErrorOptions(MTL::CommandBufferErrorOptionEncoderExecutionStatus);  // which pass faulted
+    MTL::CommandBuffer* cb = queue_->commandBuffer(desc.get());
+    if (!cb) throw DispatchError("Metal: could not create a command buffer");
+    command_buffers_.push_back(NS::RetainPtr(cb));
+    command_buffer_open_ = true;
+  }
+  return command_buffers_.back().get();
+}
+
+void MetalBatch::end_encoder() {
+  if (encoder_) {
+    encoder_->endEncoding();
+    encoder_.reset();
+  }
+}
+
+void MetalBatch::close_command_buffer() {
+  end_encoder();
+  command_buffer_open_ = false;
+}
+
+bool MetalBatch::reserve_samples(Ref<MTL::CounterSampleBuffer>& buffer, NS::UInteger& index) {
+  if (!samples_ || samples_used_ + 2 > kSamplesPerBuffer) {
+    auto desc = NS::TransferPtr(MTL::CounterSampleBufferDescriptor::alloc()->init());
+    desc->setCounterSet(timer_.timestamps.get());
+    desc->setSampleCount(kSamplesPerBuffer);
+    desc->setStorageMode(MTL::StorageModeShared);
+    NS::Error* error = nullptr;
+    samples_ = NS::TransferPtr(device_->newCounterSampleBuffer(desc.get(), &error));
+    samples_used_ = 0;
+    if (!samples_) return false;
+  }
+  buffer = samples_;
+  index = samples_used_;
+  samples_used_ += 2;
+  return true;
+}
+
+void MetalBatch::encode_into(MTL::ComputeCommandEncoder* enc, const Dispatch& d) {
+  auto* pipeline = static_cast<MetalPipeline*>(d.pipeline.get());
+  enc->setComputePipelineState(pipeline->state());
+  for (const Binding& b : d.bindings) {
+    if (b.kind == Binding::Kind::Buffer) {
+      enc->setBuffer(static_cast<MTL::Buffer*>(b.buffer->native_handle()), b.offset, b.index);
+    } else if (b.bytes.size() <= kMaxSetBytes) {
+      enc->setBytes(b.bytes.data(), b.bytes.size(), b.index);  // Metal copies the bytes now
+    } else {
+      auto scratch = NS::TransferPtr(device_->newBuffer(b.bytes.data(), b.bytes.size(), kSharedOptions));
+      if (!scratch) throw OutOfMemory("kernel '" + pipeline->name() + "': could not allocate inline argument bytes");
+      enc->setBuffer(scratch.get(), 0, b.index);
+      state_->scratch.push_back(std::move(scratch));
+    }
+  }
+  for (const auto& [index, bytes] : d.threadgroup_memory) {
+    NS::UInteger rounded = (NS::UInteger(bytes) + kThreadgroupMemoryGranule - 1) / kThreadgroupMemoryGranule *
+                           kThreadgroupMemoryGranule;
+    enc->setThreadgroupMemoryLength(rounded, index);
+  }
+  enc->dispatchThreadgroups(MTL::Size(d.threadgroups[0], d.threadgroups[1], d.threadgroups[2]),
+                            MTL::Size(d.threads_per_group[0], d.threads_per_group[1], d.threads_per_group[2]));
+}
+
+void MetalBatch::encode(const Dispatch& d, std::shared_ptr<DispatchTiming> timing) {
+  if (committed_) throw InvalidArgument("Metal batch: encode after commit");
+  validate(d);
+  ++size_;
+  if (d.threadgroups[0] == 0 || d.threadgroups[1] == 0 || d.threadgroups[2] == 0) {
+    if (timing) timing->ready = true;  // an empty grid runs nothing and takes no time
+    return;
+  }
+  AutoreleasePool pool;
+  state_->pipelines.push_back(d.pipeline);
+  for (const Binding& b : d.bindings)
+    if (b.kind == Binding::Kind::Buffer) state_->buffers.push_back(b.buffer);
+  const std::string& name = d.pipeline->name();
+
+  if (!timing) {
+    if (!encoder_) encoder_ = NS::RetainPtr(current_command_buffer()->computeCommandEncoder());
+    encode_into(encoder_.get(), d);
+    return;
+  }
+
+  BatchState::Timed timed;
+  timed.timing = std::move(timing);
+  end_encoder();
+  if (timer_.timestamps && reserve_samples(timed.samples, timed.index)) {
+    // The pass samples the GPU clock when it starts and when it ends.
+    MTL::ComputePassDescriptor* pass = MTL::ComputePassDescriptor::computePassDescriptor();
+    MTL::ComputePassSampleBufferAttachmentDescriptor* attachment = pass->sampleBufferAttachments()->object(0);
+    attachment->setSampleBuffer(timed.samples.get());
+    attachment->setStartOfEncoderSampleIndex(timed.index);
+    attachment->setEndOfEncoderSampleIndex(timed.index + 1);
+    MTL::ComputeCommandEncoder* enc = current_command_buffer()->computeCommandEncoder(pass);
+    enc->setLabel(ns_string(name));
+    encode_into(enc, d);
+    enc->endEncoding();
+  } else {
+    // Fallback: the dispatch alone in its own command buffer, timed by GPUStartTime/GPUEndTime.
+    close_command_buffer();
+    MTL::ComputeCommandEncoder* enc = current_command_buffer()->computeCommandEncoder();
+    timed.command_buffer = command_buffers_.size() - 1;
+    enc->setLabel(ns_string(name));
+    encode_into(enc, d);
+    enc->endEncoding();
+    close_command_buffer();
+  }
+  state_->timed.push_back(std::move(timed));
+}
+
+void MetalBatch::commit() {
+  if (committed_) return;
+  committed_ = true;
+  AutoreleasePool pool;
+  end_encoder();
+  std::shared_ptr<BatchState> state = state_;
+  {
+    std::lock_guard<std::mutex> lock(state->mu);
+    state->pending = command_buffers_.size();
+    state->gpu_times.resize(command_buffers_.size());
+    if (command_buffers_.empty()) {
+      state->done = true;
+      return;
+    }
+  }
+  if (!state->timed.empty()) device_->sampleTimestamps(&state->cpu0, &state->gpu0);
+  for (size_t i = 0; i < command_buffers_.size(); ++i) {
+    // Runs on a Metal thread; the lambda's copy of `state` keeps it alive until then.
+    command_buffers_[i]->addCompletedHandler([state, i](MTL::CommandBuffer* cb) { state->on_completed(i, cb); });
+    command_buffers_[i]->commit();
+  }
+}
+
+void MetalBatch::wait() {
+  if (!committed_) commit();
+  for (auto& cb : command_buffers_) cb->waitUntilCompleted();
+  // waitUntilCompleted can return before the completion handlers ran: wait for ours.
+  std::unique_lock<std::mutex> lock(state_->mu);
+  state_->done_cv.wait(lock, [&] { return state_->done; });
+  if (!state_->error.empty()) throw DispatchError(state_->error);
+}
+
+// --- completion ----------------------------------------------------------------------------
+
+void BatchState::on_completed(size_t index, MTL::CommandBuffer* cb) {
+  AutoreleasePool pool;
+  // Resources are released after the lock: a buffer's deleter may return it to the pool.
+  std::vector<std::shared_ptr<RawBuffer>> release_buffers;
+  std::vector<std::shared_ptr<Pipeline>> release_pipelines;
+  std::vector<Ref<MTL::Buffer>> release_scratch;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    if (cb->status() == MTL::CommandBufferStatusError && error.empty()) error = command_buffer_error(cb);
+    gpu_times[index] = {cb->GPUStartTime(), cb->GPUEndTime()};
+    if (--pending != 0) return;
+    finish();
+    release_buffers.swap(buffers);
+    release_pipelines.swap(pipelines);
+    release_scratch.swap(scratch);
+    done = true;
+  }
+  done_cv.notify_all();
+}
+
+void BatchState::finish() {
+  // Linear map from GPU ticks to CPU nanoseconds through the two clock samples (commit, now).
+  MTL::Timestamp cpu1 = 0, gpu1 = 0;
+  if (!timed.empty()) device->sampleTimestamps(&cpu1, &gpu1);
+  const double scale = (gpu1 > gpu0 && cpu1 > cpu0) ? double(cpu1 - cpu0) / double(gpu1 - gpu0) : 1.0;
+  auto to_ns = [&](uint64_t gpu) { return double(cpu0) + (double(gpu) - double(gpu0)) * scale; };
+
+  for (Timed& t : timed) {
+    DispatchTiming& out = *t.timing;
+    if (!error.empty()) {
+      out.error = error;
+    } else if (t.samples) {
+      NS::Data* data = t.samples->resolveCounterRange(NS::Range(t.index, 2));
+      const auto* ts = data && data->length() >= 2 * sizeof(MTL::CounterResultTimestamp)
+                           ? static_cast<const MTL::CounterResultTimestamp*>(data->mutableBytes())
+                           : nullptr;
+      if (!ts || ts[0].timestamp == MTL::CounterErrorValue || ts[1].timestamp == MTL::CounterErrorValue ||
+          ts[1].timestamp < ts[0].timestamp) {
+        out.error = "Metal: no GPU timestamp was recorded for this dispatch";
+      } else {
+        out.start_ns = to_ns(ts[0].timestamp);
+        out.end_ns = to_ns(ts[1].timestamp);
+      }
+    } else {
+      out.start_ns = gpu_times[t.command_buffer].start_s * 1e9;  // host (mach) time in seconds
+      out.end_ns = gpu_times[t.command_buffer].end_s * 1e9;
+    }
+    out.ready = true;
+  }
+  timed.clear();
+}
+
+}  // namespace metal
+
+std::vector<std::shared_ptr<Device>> enumerate_metal_devices() {
+  metal::AutoreleasePool pool;
+  std::vector<metal::Ref<MTL::Device>> found;
+  // The system default device first, then any others (eGPU-era Macs; one GPU on Apple silicon).
+  if (auto preferred = NS::TransferPtr(MTL::CreateSystemDefaultDevice())) found.push_back(preferred);
+  if (auto all = NS::TransferPtr(MTL::CopyAllDevices())) {
+    for (NS::UInteger i = 0; i < all->count(); ++i) {
+      auto* d = all->object<MTL::Device>(i);
+      bool seen = std::any_of(found.begin(), found.end(),
+                              [&](const metal::Ref<MTL::Device>& f) { return f->registryID() == d->registryID(); });
+      if (!seen) found.push_back(NS::RetainPtr(d));
+    }
+  }
+  std::vector<std::shared_ptr<Device>> devices;
+  for (auto& d : found)
+    if (metal::apple_family(d.get()) != 0) devices.push_back(std::make_shared<metal::MetalDevice>(std::move(d)));
+  return devices;
+}
+
+}  // namespace tmps

@@ -1,0 +1,199 @@
+// The Metal backend (macOS only): tmps::Device on top of metal-cpp.
+//
+// Ownership: every Objective-C object is held by NS::SharedPtr (Ref<T> below). Methods whose
+// names start with new/alloc/copy hand back +1 references (NS::TransferPtr); everything else
+// is autoreleased (NS::RetainPtr when we keep it, and a local AutoreleasePool around every
+// entry point, because a Python process has no run loop draining one for us).
+//
+// Compiled only on Apple platforms (CMakeLists.txt) and, for a compile/link check, on Linux by
+// tools/macos_check.py. Exactly one TU (metal_impl.cpp) defines the metal-cpp
+// *_PRIVATE_IMPLEMENTATION macros.
+#pragma once
+
+#include <Foundation/Foundation.hpp>
+#include <Metal/Metal.hpp>
+
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "device.h"
+
+namespace tmps {
+namespace metal {
+
+template <class T>
+using Ref = NS::SharedPtr<T>;
+
+// Drains the objects Metal autoreleased during a scope.
+class AutoreleasePool {
+ public:
+  AutoreleasePool();
+  AutoreleasePool(const AutoreleasePool&) = delete;
+  AutoreleasePool& operator=(const AutoreleasePool&) = delete;
+
+ private:
+  Ref<NS::AutoreleasePool> pool_;
+};
+
+class MetalBuffer final : public RawBuffer {
+ public:
+  explicit MetalBuffer(Ref<MTL::Buffer> buffer);
+  void* contents() override;
+  size_t length() const override;
+  void* native_handle() override;  // MTL::Buffer*
+
+ private:
+  Ref<MTL::Buffer> buffer_;
+  size_t length_;
+};
+
+class MetalPipeline final : public Pipeline {
+ public:
+  MetalPipeline(std::string name, std::vector<ParamInfo> params, uint32_t line, Ref<MTL::ComputePipelineState> state);
+  const std::string& name() const override { return name_; }
+  const std::vector<ParamInfo>& params() const override { return params_; }
+  uint32_t max_total_threads_per_threadgroup() const override { return max_threads_; }
+  uint32_t thread_execution_width() const override { return execution_width_; }
+  uint32_t static_threadgroup_memory() const override { return static_threadgroup_memory_; }
+  uint32_t source_line() const override { return line_; }
+  MTL::ComputePipelineState* state() const { return state_.get(); }
+
+ private:
+  std::string name_;
+  std::vector<ParamInfo> params_;
+  uint32_t line_;
+  Ref<MTL::ComputePipelineState> state_;
+  uint32_t max_threads_;
+  uint32_t execution_width_;
+  uint32_t static_threadgroup_memory_;
+};
+
+// The on-disk pipeline cache across processes: one MTL::BinaryArchive per device at
+// <cache_dir()>/metal/<registry id>.metallib-archive. A miss adds the pipeline's functions and
+// rewrites the file (temp file + rename, so readers never see half a file; concurrent writers:
+// the last rename wins and the loser's additions are rebuilt next time). Without a usable
+// cache directory or archive, pipelines are built without one.
+class PipelineArchive {
+ public:
+  PipelineArchive(Ref<MTL::Device> device, uint64_t registry_id);
+  // Build the pipeline state for `function`; throws CompileError with Metal's message.
+  Ref<MTL::ComputePipelineState> build(MTL::Function* function, const std::string& label);
+
+ private:
+  void open();     // load the archive file (a corrupt one is deleted); called once, under mu_
+  void persist();  // serialize to a temp file and rename over the archive path
+
+  std::mutex mu_;
+  Ref<MTL::Device> device_;
+  uint64_t registry_id_;
+  std::string path_;
+  bool opened_ = false;
+  Ref<MTL::BinaryArchive> archive_;  // null: no on-disk cache this process
+};
+
+// How dispatches are timed on this device (see MetalBatch).
+struct TimerSupport {
+  Ref<MTL::CounterSet> timestamps;  // set: stage-boundary counter sampling; null: command-buffer times
+};
+
+class MetalDevice final : public Device {
+ public:
+  explicit MetalDevice(Ref<MTL::Device> device);
+  const DeviceInfo& info() const override { return info_; }
+  std::unique_ptr<RawBuffer> new_buffer(size_t bytes) override;
+  std::unique_ptr<RawBuffer> wrap_host_memory(void* ptr, size_t bytes) override;
+  std::shared_ptr<Pipeline> build_pipeline(const std::string& source, const std::string& entry,
+                                           const CompileOptions& options) override;
+  std::unique_ptr<Batch> new_batch() override;
+  std::string cache_identity() const override { return identity_; }
+
+  MTL::Device* mtl() const { return device_.get(); }
+
+ private:
+  Ref<MTL::Device> device_;
+  Ref<MTL::CommandQueue> queue_;
+  DeviceInfo info_;
+  std::string identity_;
+  TimerSupport timer_;
+  std::unique_ptr<PipelineArchive> archive_;
+};
+
+// State shared between a batch and the completion handlers of its command buffers. Holds every
+// resource the GPU uses until the last command buffer completed (command buffers are created
+// with unretained references: retaining here is cheaper than Metal retaining per setBuffer).
+struct BatchState {
+  struct Timed {
+    std::shared_ptr<DispatchTiming> timing;
+    Ref<MTL::CounterSampleBuffer> samples;  // counter mode: samples [index, index + 1]
+    NS::UInteger index = 0;
+    size_t command_buffer = 0;  // fallback mode: the dispatch's own command buffer
+  };
+  struct GpuTimes {
+    double start_s = 0;
+    double end_s = 0;
+  };
+
+  std::mutex mu;
+  std::condition_variable done_cv;
+  bool done = false;
+  size_t pending = 0;  // committed command buffers whose completion handler has not run
+  std::string error;
+  std::vector<std::shared_ptr<RawBuffer>> buffers;
+  std::vector<std::shared_ptr<Pipeline>> pipelines;
+  std::vector<Ref<MTL::Buffer>> scratch;  // setBytes data over Metal's 4 KiB limit
+  std::vector<Timed> timed;
+  std::vector<GpuTimes> gpu_times;  // per command buffer
+  Ref<MTL::Device> device;
+  MTL::Timestamp cpu0 = 0, gpu0 = 0;  // clock correlation sampled at commit
+
+  void on_completed(size_t index, MTL::CommandBuffer* cb);  // completion handler body
+
+ private:
+  void finish();  // last command buffer completed: fill timings, drop resources (mu held)
+};
+
+// One batch = command buffers on the device's queue, executed in order. Untimed dispatches share
+// one open compute encoder. A timed dispatch gets its own compute pass whose descriptor samples
+// GPU timestamps at the start and end of the pass (stage-boundary sampling, what Apple GPUs
+// support); the ticks are converted to CPU nanoseconds with sampleTimestamps() taken at commit
+// and at completion. On a device without stage-boundary sampling the timed dispatch gets its own
+// command buffer and its time is that command buffer's GPUStartTime..GPUEndTime, which includes
+// the command buffer's own start-up on the GPU (a few µs): an upper bound, not the kernel alone.
+class MetalBatch final : public Batch {
+ public:
+  MetalBatch(Ref<MTL::Device> device, Ref<MTL::CommandQueue> queue, TimerSupport timer, const DeviceInfo& info);
+  ~MetalBatch() override;
+  void encode(const Dispatch& d, std::shared_ptr<DispatchTiming> timing) override;
+  size_t size() const override { return size_; }
+  void commit() override;
+  void wait() override;
+
+ private:
+  MTL::CommandBuffer* current_command_buffer();  // opens a new one when none is open
+  void close_command_buffer();                    // ends the open encoder; next encode starts a new buffer
+  void end_encoder();
+  void encode_into(MTL::ComputeCommandEncoder* enc, const Dispatch& d);
+  void validate(const Dispatch& d) const;
+  // A free pair of samples in a counter sample buffer; false if Metal could not make one.
+  bool reserve_samples(Ref<MTL::CounterSampleBuffer>& buffer, NS::UInteger& index);
+
+  Ref<MTL::Device> device_;
+  Ref<MTL::CommandQueue> queue_;
+  TimerSupport timer_;
+  DeviceInfo info_;
+  std::shared_ptr<BatchState> state_;
+  std::vector<Ref<MTL::CommandBuffer>> command_buffers_;
+  bool command_buffer_open_ = false;
+  Ref<MTL::ComputeCommandEncoder> encoder_;  // the open untimed encoder, if any
+  Ref<MTL::CounterSampleBuffer> samples_;    // current sample buffer for timed passes
+  NS::UInteger samples_used_ = 0;
+  size_t size_ = 0;
+  bool committed_ = false;
+};
+
+}  // namespace metal
+}  // namespace tmps

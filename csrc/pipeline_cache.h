@@ -1,0 +1,49 @@
+// Pipeline cache: compiled pipelines keyed by a hash of (MSL source, entry point, compile
+// options, device identity). In memory for the process; on disk across processes the
+// backend keeps its own artifacts (simulator: compiled objects; Metal: a binary archive)
+// under cache_dir(), keyed by the same hash.
+#pragma once
+
+#include <future>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+
+#include "device.h"
+
+namespace tmps {
+
+// Hex SHA-256 of (source, entry, options.key(), device.cache_identity()) with length framing.
+std::string pipeline_key(const std::string& source, const std::string& entry, const CompileOptions& options,
+                         const Device& device);
+
+// Directory for on-disk entries: $TRITON_MPS_CACHE_DIR, else $XDG_CACHE_HOME/triton_mps,
+// else ~/.cache/triton_mps. Created on demand.
+std::string cache_dir();
+
+struct PipelineCacheStats {
+  uint64_t hits = 0;
+  uint64_t misses = 0;
+  uint64_t entries = 0;
+};
+
+class PipelineCache {
+ public:
+  explicit PipelineCache(std::shared_ptr<Device> device);
+  // The pipeline for (source, entry, options), building it on a miss.
+  // Concurrent requests for the same key build once.
+  std::shared_ptr<Pipeline> get(const std::string& source, const std::string& entry, const CompileOptions& options);
+  PipelineCacheStats stats() const;
+  void clear();  // in-memory entries only
+
+ private:
+  std::shared_ptr<Device> device_;
+  mutable std::mutex mu_;
+  std::unordered_map<std::string, std::shared_ptr<Pipeline>> entries_;
+  PipelineCacheStats stats_;
+  // Builds under way, one per key: later callers for the same key wait on the same future.
+  std::unordered_map<std::string, std::shared_future<std::shared_ptr<Pipeline>>> building_;
+};
+
+}  // namespace tmps

@@ -1,0 +1,160 @@
+// Part of the simulator's metal_stdlib shim (include <metal_stdlib>, not this file).
+// Scalar types, address-space words, the runtime pointer, bfloat conversion, basic traits.
+#ifndef TMPS_METAL_BASE_H
+#define TMPS_METAL_BASE_H
+
+#include "tmps_sim_abi.h"  // before the address-space macros: it uses `thread` as a name
+
+// The loader fills this in before any kernel runs; the MSL frontend defines it.
+extern "C" __attribute__((visibility("default"))) const tmps_sim_runtime* tmps_sim_rt;
+
+#define __METAL_VERSION__ 310
+#define __HAVE_BFLOAT__ 1
+#define METAL_FUNC inline __attribute__((__always_inline__))
+#define kernel
+#define threadgroup_imageblock
+
+#ifdef TMPS_SIM_STRICT
+// Real address spaces: clang then rejects device<->thread pointer mixing and constant writes.
+#define device __attribute__((address_space(1)))
+#define constant const __attribute__((address_space(2)))
+#define threadgroup __attribute__((address_space(3)))
+#define thread
+#else
+#define device
+#define constant const
+#define threadgroup
+#define thread
+#endif
+// `constant` carries const: Metal's constant address space is read-only, and a program-scope
+// `constant float k = 1;` must be a constant here too.
+
+typedef unsigned char uchar;
+typedef unsigned short ushort;
+typedef unsigned int uint;
+typedef unsigned long ulong;  // 64-bit on every LP64 host we run on, as in MSL
+typedef _Float16 half;        // needs -Xclang -ffloat16-excess-precision=none
+typedef __bf16 bfloat;
+typedef __SIZE_TYPE__ size_t;
+typedef __PTRDIFF_TYPE__ ptrdiff_t;
+typedef __INTPTR_TYPE__ intptr_t;
+typedef __UINTPTR_TYPE__ uintptr_t;
+typedef __INT8_TYPE__ int8_t;
+typedef __INT16_TYPE__ int16_t;
+typedef __INT32_TYPE__ int32_t;
+typedef __INT64_TYPE__ int64_t;
+typedef __UINT8_TYPE__ uint8_t;
+typedef __UINT16_TYPE__ uint16_t;
+typedef __UINT32_TYPE__ uint32_t;
+typedef __UINT64_TYPE__ uint64_t;
+
+// float/double -> bfloat. clang lowers these conversions to compiler-rt calls that zig's
+// compiler-rt lacks; define them here (weak + hidden: one copy per kernel library, never
+// interposed by a libgcc that has its own). Round to nearest even; NaN stays a quiet NaN.
+extern "C" __attribute__((weak, visibility("hidden"))) __bf16 __truncsfbf2(float f) {
+  unsigned u = __builtin_bit_cast(unsigned, f);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return __builtin_bit_cast(__bf16, (unsigned short)((u >> 16) | 0x40u));
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return __builtin_bit_cast(__bf16, (unsigned short)(u >> 16));
+}
+extern "C" __attribute__((weak, visibility("hidden"))) __bf16 __truncdfbf2(double d) {
+  // Round to odd into float first (keeps the sticky bit), then RNE to bfloat: no double rounding.
+  float f = (float)d;
+  if (d != d) return __truncsfbf2(f);
+  unsigned u = __builtin_bit_cast(unsigned, f);
+  double fa = f < 0 ? -(double)f : (double)f, da = d < 0 ? -d : d;
+  if (fa > da) u -= 1;  // rounded away from zero: step back toward zero (also inf -> FLT_MAX)
+  if ((double)__builtin_bit_cast(float, u) != d) u |= 1;
+  return __truncsfbf2(__builtin_bit_cast(float, u));
+}
+
+namespace tmps_sim {
+
+template<class T, int N> using ev = T __attribute__((ext_vector_type(N)));
+template<int N> struct boolvec;
+
+// Shape of a value: scalar (n = 1) or vector (n = components).
+template<class T> struct vt { typedef T elem; enum { n = 1, is_vec = 0 }; };
+template<class E, int N> struct vt<E __attribute__((ext_vector_type(N)))> { typedef E elem; enum { n = N, is_vec = 1 }; };
+template<int N> struct vt<boolvec<N>> { typedef bool elem; enum { n = N, is_vec = 1 }; };
+
+template<class A, class B> struct same { enum { value = 0 }; };
+template<class A> struct same<A, A> { enum { value = 1 }; };
+template<class T> struct is_floatish { enum { value = same<T, float>::value || same<T, half>::value || same<T, bfloat>::value }; };
+template<class T> struct identity { typedef T type; };
+template<class T> struct strip_space { typedef T type; };
+template<class T, int N> struct strip_space<__attribute__((address_space(N))) T> { typedef T type; };
+
+struct site { tmps_u32 id, line; };
+
+}  // namespace tmps_sim
+
+namespace metal {
+using ::uchar; using ::ushort; using ::uint; using ::ulong; using ::half; using ::bfloat;
+using ::size_t; using ::ptrdiff_t;
+using ::int8_t; using ::int16_t; using ::int32_t; using ::int64_t;
+using ::uint8_t; using ::uint16_t; using ::uint32_t; using ::uint64_t;
+
+// Type traits (the small subset MSL code commonly uses).
+template<class T, T v> struct integral_constant { static constexpr T value = v; constexpr operator T() const { return v; } };
+typedef integral_constant<bool, true> true_type;
+typedef integral_constant<bool, false> false_type;
+template<class A, class B> struct is_same : false_type {};
+template<class A> struct is_same<A, A> : true_type {};
+template<bool B, class T = void> struct enable_if {};
+template<class T> struct enable_if<true, T> { typedef T type; };
+template<bool B, class T = void> using enable_if_t = typename enable_if<B, T>::type;
+template<bool B, class T, class F> struct conditional { typedef T type; };
+template<class T, class F> struct conditional<false, T, F> { typedef F type; };
+template<bool B, class T, class F> using conditional_t = typename conditional<B, T, F>::type;
+template<class T> struct remove_cv { typedef __remove_cv(T) type; };
+template<class T> using remove_cv_t = typename remove_cv<T>::type;
+template<class T> struct remove_reference { typedef __remove_reference_t(T) type; };
+template<class T> using remove_reference_t = typename remove_reference<T>::type;
+template<class T> struct remove_address_space { typedef typename tmps_sim::strip_space<T>::type type; };
+template<class T> struct make_unsigned { typedef __make_unsigned(T) type; };
+template<class T> struct make_signed { typedef __make_signed(T) type; };
+template<class T> struct is_floating_point : integral_constant<bool, tmps_sim::is_floatish<remove_cv_t<T>>::value> {};
+template<class T> struct is_integral : integral_constant<bool, __is_integral(T)> {};
+template<class T> struct is_signed : integral_constant<bool, __is_signed(T)> {};
+template<class T> struct is_unsigned : integral_constant<bool, __is_unsigned(T)> {};
+template<class T> struct is_arithmetic : integral_constant<bool, __is_integral(T) || is_floating_point<T>::value> {};
+template<class T> struct is_scalar : integral_constant<bool, !tmps_sim::vt<T>::is_vec && __is_scalar(T)> {};
+template<class T> struct is_vector : integral_constant<bool, tmps_sim::vt<T>::is_vec> {};
+template<class T> struct vec_elements : integral_constant<int, tmps_sim::vt<T>::n> {};
+template<class T> struct is_pointer : integral_constant<bool, __is_pointer(T)> {};
+template<class T> struct is_trivially_copyable : integral_constant<bool, __is_trivially_copyable(T)> {};
+template<class T> constexpr T&& move_(T& x) { return (T&&)x; }
+
+// as_type<T>(x): reinterpret the bits (sizes must match, as in MSL).
+template<class T, class U> constexpr T as_type(U x) {
+  static_assert(sizeof(T) == sizeof(U), "as_type: source and destination sizes differ");
+  return __builtin_bit_cast(T, x);
+}
+
+// metal::array: fixed-size array usable by value.
+template<class T, size_t N> struct array {
+  T elems_[N ? N : 1];
+  constexpr T& operator[](size_t i) { return elems_[i]; }
+  constexpr const T& operator[](size_t i) const { return elems_[i]; }
+  constexpr size_t size() const { return N; }
+  constexpr bool empty() const { return N == 0; }
+  constexpr T* data() { return elems_; }
+  constexpr const T* data() const { return elems_; }
+  constexpr T* begin() { return elems_; }
+  constexpr T* end() { return elems_ + N; }
+  constexpr const T* begin() const { return elems_; }
+  constexpr const T* end() const { return elems_ + N; }
+};
+
+}  // namespace metal
+
+namespace tmps_sim {
+// Storage of a kernel-scope `threadgroup T name;` (the frontend rewrites the declaration).
+template<class T> inline threadgroup T& threadgroup_static(tmps_u32 id, tmps_u32 line) {
+  void* p = tmps_sim_rt->threadgroup_static(id, sizeof(T), alignof(T), line);
+  return *(threadgroup T*)(__UINTPTR_TYPE__)p;
+}
+}  // namespace tmps_sim
+
+#endif

@@ -1,0 +1,125 @@
+// Part of the simulator's metal_stdlib shim (include <metal_stdlib>, not this file).
+// simdgroup_matrix<T, 8, 8>, emulated as real SIMT: each lane holds only its own 2 elements.
+//
+// Lane layout (our choice; Apple does not document theirs): lane l, q = l / 4,
+//   row  = (q / 4) * 4 + (l / 2) % 4
+//   col0 = (q & 2) * 2 + (l % 2) * 2
+// and the lane holds (row, col0) and (row, col0 + 1) as thread_elements()[0] and [1].
+// load/store touch only the lane's own elements; multiply(-accumulate) gathers the operands of
+// all 32 lanes through one SIMD-group exchange, accumulates in float, rounds once.
+#ifndef TMPS_METAL_MATRIX_H
+#define TMPS_METAL_MATRIX_H
+
+#include "tmps_metal_simd.h"
+
+namespace tmps_sim {
+inline unsigned mat_row(unsigned l) { unsigned q = l / 4; return (q / 4) * 4 + (l / 2) % 4; }
+inline unsigned mat_col0(unsigned l) { unsigned q = l / 4; return (q & 2) * 2 + (l % 2) * 2; }
+// Lane and element index holding (row, col): inverse of the layout above.
+inline unsigned mat_lane(unsigned row, unsigned col) {
+  unsigned q = ((row >> 2) << 2) | ((col >> 2) << 1) | ((row >> 1) & 1u);
+  unsigned r = ((row & 1u) << 1) | ((col >> 1) & 1u);
+  return q * 4 + r;
+}
+inline unsigned lane_now() { return tmps_sim_rt->current_thread()->thread_index_in_simdgroup; }
+}  // namespace tmps_sim
+
+namespace metal {
+
+template<class T, int Rows, int Cols> struct simdgroup_matrix {
+  static_assert(Rows == 8 && Cols == 8, "simdgroup_matrix: only 8x8 is supported");
+  static_assert(::tmps_sim::is_floatish<T>::value, "simdgroup_matrix: element type must be float, half or bfloat");
+  typedef T __attribute__((ext_vector_type(2))) elements_t;
+  elements_t e_;
+  simdgroup_matrix() = default;
+  // Metal: a diagonal matrix with `d` on the diagonal.
+  explicit simdgroup_matrix(T d) {
+    unsigned l = ::tmps_sim::lane_now(), r = ::tmps_sim::mat_row(l), c = ::tmps_sim::mat_col0(l);
+    e_[0] = r == c ? d : (T)0;
+    e_[1] = r == c + 1 ? d : (T)0;
+  }
+  thread elements_t& thread_elements() { return e_; }
+  const thread elements_t& thread_elements() const { return e_; }
+};
+typedef simdgroup_matrix<float, 8, 8> simdgroup_float8x8;
+typedef simdgroup_matrix<half, 8, 8> simdgroup_half8x8;
+typedef simdgroup_matrix<bfloat, 8, 8> simdgroup_bfloat8x8;
+
+template<class T, int R, int C> inline simdgroup_matrix<T, R, C> make_filled_simdgroup_matrix(T v) {
+  simdgroup_matrix<T, R, C> m;
+  m.e_[0] = v;
+  m.e_[1] = v;
+  return m;
+}
+
+// Element (row, col) of the matrix is src[(origin.y + row) * elements_per_row + origin.x + col];
+// with transpose, src[(origin.y + col) * elements_per_row + origin.x + row]. P: a pointer into
+// any address space.
+template<class T, int R, int C, class P>
+inline void simdgroup_load(thread simdgroup_matrix<T, R, C>& d, P src, ulong elements_per_row = 8,
+                           ulong2 origin = ulong2(0, 0), bool transpose = false) {
+  unsigned l = ::tmps_sim::lane_now(), r = ::tmps_sim::mat_row(l), c0 = ::tmps_sim::mat_col0(l);
+  for (unsigned k = 0; k < 2; ++k) {
+    ulong row = transpose ? c0 + k : r, col = transpose ? r : c0 + k;
+    d.e_[k] = (T)src[(origin.y + row) * elements_per_row + origin.x + col];
+  }
+}
+template<class T, int R, int C, class P>
+inline void simdgroup_store(thread const simdgroup_matrix<T, R, C>& m, P dst, ulong elements_per_row = 8,
+                            ulong2 origin = ulong2(0, 0), bool transpose = false) {
+  typedef __remove_cvref(decltype(*dst)) E;
+  unsigned l = ::tmps_sim::lane_now(), r = ::tmps_sim::mat_row(l), c0 = ::tmps_sim::mat_col0(l);
+  for (unsigned k = 0; k < 2; ++k) {
+    ulong row = transpose ? c0 + k : r, col = transpose ? r : c0 + k;
+    dst[(origin.y + row) * elements_per_row + origin.x + col] = (typename ::tmps_sim::strip_space<E>::type)m.e_[k];
+  }
+}
+
+}  // namespace metal
+
+namespace tmps_sim {
+// d = a * b + c (c may be null). One exchange carries every lane's elements of a, b and c.
+template<class TD, class TA, class TB, class TC>
+inline void mma(site s, ::metal::simdgroup_matrix<TD, 8, 8>& d, const ::metal::simdgroup_matrix<TA, 8, 8>& a,
+                const ::metal::simdgroup_matrix<TB, 8, 8>& b, const ::metal::simdgroup_matrix<TC, 8, 8>* c) {
+  struct pack { float a[2], b[2], c[2]; } mine;  // float: exact for every supported element type
+  for (int k = 0; k < 2; ++k) {
+    mine.a[k] = (float)a.e_[k];
+    mine.b[k] = (float)b.e_[k];
+    mine.c[k] = c ? (float)c->e_[k] : 0.0f;
+  }
+  const tmps_sim_exchange* x = tmps_sim_rt->simd_exchange(&mine, sizeof mine, s.id, s.line);
+  if (x->active_mask != 0xffffffffu)
+    tmps_sim_rt->fail(s.line, "simdgroup_matrix multiply needs all 32 lanes of the SIMD-group (some lanes exited or diverged)");
+  auto at = [x](int which, unsigned row, unsigned col) {
+    pack p;
+    __builtin_memcpy(&p, x->value[mat_lane(row, col)], sizeof p);
+    const float* v = which == 0 ? p.a : which == 1 ? p.b : p.c;
+    return v[col & 1u];
+  };
+  unsigned l = lane_now(), r = mat_row(l), c0 = mat_col0(l);
+  for (unsigned k = 0; k < 2; ++k) {
+    unsigned col = c0 + k;
+    float acc = 0.0f;
+    for (unsigned i = 0; i < 8; ++i) acc += at(0, r, i) * at(1, i, col);
+    d.e_[k] = (TD)(acc + mine.c[k]);
+  }
+}
+}  // namespace tmps_sim
+
+namespace metal {
+template<class TD, class TA, class TB, class TC>
+inline void simdgroup_multiply_accumulate(::tmps_sim::site s, thread simdgroup_matrix<TD, 8, 8>& d,
+                                          thread const simdgroup_matrix<TA, 8, 8>& a,
+                                          thread const simdgroup_matrix<TB, 8, 8>& b,
+                                          thread const simdgroup_matrix<TC, 8, 8>& c) {
+  ::tmps_sim::mma(s, d, a, b, &c);
+}
+template<class TD, class TA, class TB>
+inline void simdgroup_multiply(::tmps_sim::site s, thread simdgroup_matrix<TD, 8, 8>& d,
+                               thread const simdgroup_matrix<TA, 8, 8>& a, thread const simdgroup_matrix<TB, 8, 8>& b) {
+  ::tmps_sim::mma(s, d, a, b, (const simdgroup_matrix<TD, 8, 8>*)nullptr);
+}
+}  // namespace metal
+
+#endif

@@ -1,0 +1,721 @@
+// The simulator's execution engine: see scheduler.h.
+//
+// Aborting a dispatch from kernel code: kernel frames have no destructors, and C++
+// exceptions must never unwind through fibers or kernel frames. So fail() from a fiber
+// switches back to the worker for good, and fail() outside fibers (and fault signals) use
+// siglongjmp back to the worker's entry. _FORTIFY_SOURCE's longjmp check rejects jumps
+// between stacks, which we do on purpose.
+#undef _FORTIFY_SOURCE
+
+#include "scheduler.h"
+
+#include <setjmp.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <sstream>
+#include <thread>
+
+#include "../errors.h"
+#include "fiber.h"
+
+namespace tmps::sim {
+
+namespace {
+
+constexpr uint32_t kSimd = TMPS_SIM_SIMD_WIDTH;
+constexpr unsigned char kPoison = 0xFF;  // reads of unwritten threadgroup memory: NaN / -1
+constexpr size_t kArenaAlign = 4096;
+// simdgroup_barrier() is a collective without data; its "site" must not collide with the
+// frontend's __COUNTER__ sites.
+constexpr uint32_t kSimdBarrierSite = 0x80000000u;
+
+enum class LaneState : uint8_t { Runnable, Barrier, Collective, Done };
+enum class ErrorKind { Dispatch, Limit };
+
+struct Lane {
+  void* sp = nullptr;
+  LaneState state = LaneState::Runnable;
+  uint32_t line = 0;
+  uint32_t site = 0;
+  uint32_t size = 0;
+  alignas(16) unsigned char deposit[TMPS_SIM_EXCHANGE_SLOT];
+};
+
+// Shared by the workers of one dispatch.
+struct DispatchState {
+  const LaunchSpec* spec = nullptr;
+  const tmps_sim_kernel* kernel = nullptr;
+  uint64_t total_groups = 0;
+  uint32_t nthreads = 0;
+  tmps_sim_thread thread_template{};  // fields equal for every thread of the dispatch
+  std::atomic<uint64_t> next{0};
+  std::atomic<bool> stop{false};
+
+  std::mutex err_mu;
+  bool has_error = false;
+  uint64_t err_group = 0;
+  ErrorKind err_kind = ErrorKind::Dispatch;
+  std::string err_message;
+
+  // Keep the error of the lowest threadgroup: groups are handed out in order, so every
+  // lower group has started and runs to its end; the report does not depend on timing.
+  void report(uint64_t group, ErrorKind kind, const std::string& message) {
+    std::lock_guard<std::mutex> lock(err_mu);
+    if (!has_error || group < err_group) {
+      has_error = true;
+      err_group = group;
+      err_kind = kind;
+      err_message = message;
+    }
+    stop.store(true);
+  }
+};
+
+std::string kname(const tmps_sim_kernel* k) { return k && k->name ? k->name : "?"; }
+
+std::string xyz(const tmps_u32 v[3]) {
+  return "(" + std::to_string(v[0]) + "," + std::to_string(v[1]) + "," + std::to_string(v[2]) + ")";
+}
+
+}  // namespace
+
+// Per worker state, kept across dispatches so stacks and buffers are allocated once.
+struct Worker {
+  size_t stack_bytes = 0;
+  std::vector<std::unique_ptr<FiberStack>> stacks;
+  std::vector<Lane> lanes;
+  std::vector<tmps_sim_thread> threads;
+  std::vector<tmps_sim_exchange> snapshots;  // one per SIMD-group
+  std::unique_ptr<unsigned char, void (*)(void*)> arena{nullptr, std::free};
+  std::vector<std::pair<uint32_t, void*>> statics;  // threadgroup_static id -> storage
+  uint64_t tg_used = 0;                             // bytes of the arena in use
+  uint64_t tg_dynamic = 0;                          // of which [[threadgroup(n)]] buffers
+  std::array<void*, TMPS_SIM_MAX_THREADGROUP_BINDINGS> tg_buffers{};
+  tmps_sim_args args{};
+  std::vector<unsigned char> altstack;
+
+  DispatchState* d = nullptr;
+  uint64_t group = 0;
+  bool fiber_mode = false;
+  uint32_t current = 0;
+  const tmps_sim_thread* cur_thread = nullptr;
+  tmps_sim_thread single{};  // the running thread when not using fibers
+  void* sched_sp = nullptr;
+
+  sigjmp_buf jmp;
+  volatile sig_atomic_t in_kernel = 0;
+  volatile int fault_sig = 0;
+  void* volatile fault_addr = nullptr;
+
+  bool aborting = false;
+  ErrorKind abort_kind = ErrorKind::Dispatch;
+  std::string abort_message;
+};
+
+namespace {
+
+thread_local Worker* tls_worker = nullptr;
+
+// ---- aborting from kernel code -------------------------------------------------------------
+
+std::string thread_desc(const Worker& w) {
+  if (!w.cur_thread) return "";
+  return "thread " + xyz(w.cur_thread->thread_position_in_grid) + " in threadgroup " +
+         xyz(w.cur_thread->threadgroup_position_in_grid);
+}
+
+// Message set by the caller; never returns. No locals with destructors may be live here.
+[[noreturn]] void abort_kernel(Worker* w) {
+  w->aborting = true;
+  if (w->fiber_mode) {
+    fiber_switch(&w->lanes[w->current].sp, w->sched_sp);
+    __builtin_trap();  // an aborted fiber is never resumed
+  }
+  siglongjmp(w->jmp, 1);
+}
+
+void set_abort(Worker* w, ErrorKind kind, const std::string& message) noexcept {
+  try {
+    w->abort_kind = kind;
+    w->abort_message = message;
+  } catch (...) {
+    w->abort_kind = kind;  // out of memory while formatting: keep the kind, lose the text
+  }
+}
+
+Worker* require_worker(const char* service) {
+  Worker* w = tls_worker;
+  if (!w || !w->d) {
+    std::fprintf(stderr, "triton-mps simulator: %s called outside a dispatch\n", service);
+    std::abort();
+  }
+  return w;
+}
+
+[[noreturn]] void fail_without_fibers(Worker* w, const char* service, tmps_u32 line) {
+  set_abort(w, ErrorKind::Dispatch,
+            "kernel '" + kname(w->d->kernel) + "' calls " + service + " at line " + std::to_string(line) +
+                " but its kernel table says it needs no fibers (needs_fibers = 0); " + thread_desc(*w));
+  abort_kernel(w);
+}
+
+// Block the running fiber until the worker resumes it.
+void block(Worker* w) { fiber_switch(&w->lanes[w->current].sp, w->sched_sp); }
+
+// ---- runtime services ----------------------------------------------------------------------
+
+void rt_threadgroup_barrier(tmps_u32 /*mem_flags*/, tmps_u32 line) {
+  Worker* w = require_worker("threadgroup_barrier");
+  if (!w->fiber_mode) fail_without_fibers(w, "threadgroup_barrier", line);
+  Lane& l = w->lanes[w->current];
+  l.state = LaneState::Barrier;
+  l.line = line;
+  block(w);
+}
+
+void rt_simdgroup_barrier(tmps_u32 /*mem_flags*/, tmps_u32 line) {
+  Worker* w = require_worker("simdgroup_barrier");
+  if (!w->fiber_mode) fail_without_fibers(w, "simdgroup_barrier", line);
+  Lane& l = w->lanes[w->current];
+  l.state = LaneState::Collective;
+  l.site = kSimdBarrierSite;
+  l.line = line;
+  l.size = 0;
+  block(w);
+}
+
+const tmps_sim_exchange* rt_simd_exchange(const void* value, tmps_u32 size, tmps_u32 site, tmps_u32 line) {
+  Worker* w = require_worker("simd_exchange");
+  if (!w->fiber_mode) fail_without_fibers(w, "a SIMD-group function", line);
+  if (size > TMPS_SIM_EXCHANGE_SLOT) {
+    set_abort(w, ErrorKind::Dispatch,
+              "kernel '" + kname(w->d->kernel) + "': SIMD-group exchange of " + std::to_string(size) +
+                  " bytes at line " + std::to_string(line) + " exceeds the simulator's " +
+                  std::to_string(TMPS_SIM_EXCHANGE_SLOT) + "-byte slot");
+    abort_kernel(w);
+  }
+  Lane& l = w->lanes[w->current];
+  l.state = LaneState::Collective;
+  l.site = site & ~kSimdBarrierSite;
+  l.line = line;
+  l.size = size;
+  if (size) std::memcpy(l.deposit, value, size);
+  block(w);
+  return &w->snapshots[w->current / kSimd];
+}
+
+void* rt_threadgroup_static(tmps_u32 id, tmps_u64 size, tmps_u64 align, tmps_u32 line) {
+  Worker* w = require_worker("threadgroup_static");
+  for (const auto& s : w->statics)
+    if (s.first == id) return s.second;
+  uint64_t a = std::max<uint64_t>(16, std::min<uint64_t>(align ? align : 16, kArenaAlign));
+  uint64_t off = (w->tg_used + a - 1) / a * a;
+  if (off + size > kMaxThreadgroupMemory || size > kMaxThreadgroupMemory) {
+    set_abort(w, ErrorKind::Limit,
+              "kernel '" + kname(w->d->kernel) + "' uses more threadgroup memory than Metal allows: " +
+                  std::to_string(size) + " bytes declared at line " + std::to_string(line) + " on top of " +
+                  std::to_string(w->tg_used) + " bytes already in use (" + std::to_string(w->tg_dynamic) +
+                  " of them [[threadgroup(n)]] buffers) exceeds " + std::to_string(kMaxThreadgroupMemory) +
+                  " bytes");
+    abort_kernel(w);
+  }
+  void* p = w->arena.get() + off;
+  std::memset(p, kPoison, size);
+  w->tg_used = off + size;
+  w->statics.emplace_back(id, p);
+  return p;
+}
+
+void rt_fail(tmps_u32 line, const char* message) {
+  Worker* w = require_worker("fail");
+  set_abort(w, ErrorKind::Dispatch,
+            "kernel '" + kname(w->d->kernel) + "' failed at line " + std::to_string(line) + ": " +
+                (message ? message : "") + " (" + thread_desc(*w) + ")");
+  abort_kernel(w);
+}
+
+const tmps_sim_thread* rt_current_thread() { return require_worker("current_thread")->cur_thread; }
+
+const tmps_sim_runtime kRuntime = {
+    TMPS_SIM_ABI_VERSION, rt_threadgroup_barrier, rt_simdgroup_barrier, rt_simd_exchange,
+    rt_threadgroup_static, rt_fail, rt_current_thread,
+};
+
+// ---- fault signals ---------------------------------------------------------------------------
+
+constexpr int kSignals[] = {SIGSEGV, SIGBUS, SIGFPE};
+constexpr int kNumSignals = 3;
+
+std::mutex g_sig_mu;
+int g_sig_users = 0;
+struct sigaction g_old_actions[kNumSignals];
+
+int signal_slot(int sig) {
+  for (int i = 0; i < kNumSignals; ++i)
+    if (kSignals[i] == sig) return i;
+  return 0;
+}
+
+void on_fault(int sig, siginfo_t* info, void* ctx) {
+  Worker* w = tls_worker;
+  if (w && w->in_kernel) {
+    w->in_kernel = 0;
+    w->fault_sig = sig;
+    w->fault_addr = info ? info->si_addr : nullptr;
+    siglongjmp(w->jmp, 2);
+  }
+  // Not ours: hand over to whoever was installed before (faulthandler, default action).
+  const struct sigaction& old = g_old_actions[signal_slot(sig)];
+  if ((old.sa_flags & SA_SIGINFO) && old.sa_sigaction) {
+    old.sa_sigaction(sig, info, ctx);
+  } else if (old.sa_handler != SIG_DFL && old.sa_handler != SIG_IGN && old.sa_handler) {
+    old.sa_handler(sig);
+  } else {
+    signal(sig, SIG_DFL);  // returning re-executes the faulting instruction: default action
+  }
+}
+
+// Installs the fault handlers while at least one dispatch runs; restores the previous ones.
+class FaultHandlers {
+ public:
+  FaultHandlers() {
+    std::lock_guard<std::mutex> lock(g_sig_mu);
+    if (g_sig_users++ > 0) return;
+    struct sigaction sa;
+    std::memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = on_fault;
+    sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
+    sigemptyset(&sa.sa_mask);
+    for (int i = 0; i < kNumSignals; ++i) sigaction(kSignals[i], &sa, &g_old_actions[i]);
+  }
+  ~FaultHandlers() {
+    std::lock_guard<std::mutex> lock(g_sig_mu);
+    if (--g_sig_users > 0) return;
+    for (int i = 0; i < kNumSignals; ++i) sigaction(kSignals[i], &g_old_actions[i], nullptr);
+  }
+};
+
+// The fault handler must run on its own stack: a fiber that overflowed has none left.
+class AltStack {
+ public:
+  explicit AltStack(std::vector<unsigned char>& mem) {
+    size_t bytes = std::max<size_t>(64 * 1024, static_cast<size_t>(SIGSTKSZ));
+    if (mem.size() < bytes) mem.resize(bytes);
+    stack_t ss;
+    std::memset(&ss, 0, sizeof ss);
+    ss.ss_sp = mem.data();
+    ss.ss_size = mem.size();
+    ok_ = sigaltstack(&ss, &old_) == 0;
+  }
+  ~AltStack() {
+    if (!ok_) return;
+    if (old_.ss_flags & SS_DISABLE) {
+      stack_t off;
+      std::memset(&off, 0, sizeof off);
+      off.ss_flags = SS_DISABLE;
+      sigaltstack(&off, nullptr);
+    } else {
+      sigaltstack(&old_, nullptr);
+    }
+  }
+
+ private:
+  stack_t old_;
+  bool ok_ = false;
+};
+
+std::string fault_message(const Worker& w) {
+  const void* addr = w.fault_addr;
+  char hex[32];
+  std::snprintf(hex, sizeof hex, "%p", addr);
+  std::string where = "kernel '" + kname(w.d->kernel) + "' (" + thread_desc(w) + ")";
+  if (w.fault_sig == SIGFPE) return "arithmetic fault (integer division by zero?) in " + where;
+  if (w.fiber_mode) {
+    for (const auto& s : w.stacks)
+      if (s->in_guard(addr))
+        return "stack overflow in " + where + ": the simulator's fiber stacks hold " +
+               std::to_string(w.stack_bytes / 1024) + " KiB (set TRITON_MPS_SIM_STACK_KB to raise it)";
+  }
+  return std::string("invalid memory access at ") + hex + " in " + where +
+         " - out-of-bounds device/threadgroup access?";
+}
+
+// ---- running threadgroups ----------------------------------------------------------------------
+
+// Entry of every GPU-thread fiber. The worker sets `current` before the first switch in.
+void fiber_main(void* arg) {
+  Worker* w = static_cast<Worker*>(arg);
+  const uint32_t lane = w->current;
+  w->d->kernel->entry(&w->args, &w->threads[lane]);
+  w->lanes[lane].state = LaneState::Done;
+  fiber_switch(&w->lanes[lane].sp, w->sched_sp);
+  __builtin_trap();  // a finished fiber is never resumed
+}
+
+void fill_thread(const DispatchState& d, const Worker& w, uint32_t idx, uint32_t lx, uint32_t ly, uint32_t lz,
+                 tmps_sim_thread& t) {
+  t = d.thread_template;
+  const uint32_t local[3] = {lx, ly, lz};
+  for (int i = 0; i < 3; ++i) {
+    t.thread_position_in_threadgroup[i] = local[i];
+    t.threadgroup_position_in_grid[i] = w.single.threadgroup_position_in_grid[i];
+    t.thread_position_in_grid[i] = w.single.threadgroup_position_in_grid[i] * t.threads_per_threadgroup[i] + local[i];
+  }
+  t.thread_index_in_threadgroup = idx;
+  t.thread_index_in_simdgroup = idx % kSimd;
+  t.simdgroup_index_in_threadgroup = idx / kSimd;
+  t.thread_index_in_quadgroup = idx % 4;
+  t.quadgroup_index_in_threadgroup = idx / 4;
+}
+
+// Fresh threadgroup: positions, poisoned [[threadgroup(n)]] buffers, no statics yet.
+void start_group(Worker& w, uint64_t g) {
+  DispatchState& d = *w.d;
+  const auto& grid = d.spec->threadgroups;
+  w.group = g;
+  w.aborting = false;
+  w.single = d.thread_template;
+  w.single.threadgroup_position_in_grid[0] = static_cast<uint32_t>(g % grid[0]);
+  w.single.threadgroup_position_in_grid[1] = static_cast<uint32_t>(g / grid[0] % grid[1]);
+  w.single.threadgroup_position_in_grid[2] = static_cast<uint32_t>(g / grid[0] / grid[1]);
+  w.cur_thread = nullptr;
+
+  w.statics.clear();
+  w.tg_used = 0;
+  for (uint32_t n = 0; n < TMPS_SIM_MAX_THREADGROUP_BINDINGS; ++n) {
+    uint32_t len = d.spec->threadgroup_lengths[n];
+    if (!len) {
+      w.tg_buffers[n] = nullptr;
+      continue;
+    }
+    uint64_t off = (w.tg_used + 15) / 16 * 16;
+    w.tg_buffers[n] = w.arena.get() + off;
+    std::memset(w.tg_buffers[n], kPoison, len);
+    w.tg_used = off + len;
+  }
+  w.tg_dynamic = w.tg_used;
+}
+
+void run_group_loop(Worker& w) {
+  DispatchState& d = *w.d;
+  const auto& tpg = d.spec->threads_per_group;
+  auto entry = d.kernel->entry;
+  tmps_sim_thread& t = w.single;
+  w.cur_thread = &t;
+  uint32_t idx = 0;
+  w.in_kernel = 1;
+  for (uint32_t z = 0; z < tpg[2]; ++z)
+    for (uint32_t y = 0; y < tpg[1]; ++y)
+      for (uint32_t x = 0; x < tpg[0]; ++x, ++idx) {
+        for (int i = 0; i < 3; ++i) {
+          uint32_t local = i == 0 ? x : i == 1 ? y : z;
+          t.thread_position_in_threadgroup[i] = local;
+          t.thread_position_in_grid[i] = t.threadgroup_position_in_grid[i] * tpg[i] + local;
+        }
+        t.thread_index_in_threadgroup = idx;
+        t.thread_index_in_simdgroup = idx % kSimd;
+        t.simdgroup_index_in_threadgroup = idx / kSimd;
+        t.thread_index_in_quadgroup = idx % 4;
+        t.quadgroup_index_in_threadgroup = idx / 4;
+        w.current = idx;
+        entry(&w.args, &t);
+      }
+  w.in_kernel = 0;
+}
+
+// Complete every SIMD-group collective that can: no lane of the group is runnable (true
+// after a full pass), the participants are the lanes waiting at the same site as the
+// lowest-numbered lane waiting at a collective. Lanes at a threadgroup barrier sit out.
+bool complete_collectives(Worker& w, uint32_t n) {
+  bool progressed = false;
+  for (uint32_t lo = 0; lo < n; lo += kSimd) {
+    const uint32_t hi = std::min(n, lo + kSimd);
+    uint32_t first = hi;
+    for (uint32_t i = lo; i < hi; ++i)
+      if (w.lanes[i].state == LaneState::Collective) {
+        first = i;
+        break;
+      }
+    if (first == hi) continue;
+    const uint32_t site = w.lanes[first].site;
+    const uint32_t size = w.lanes[first].size;
+    tmps_sim_exchange& snap = w.snapshots[lo / kSimd];
+    uint32_t mask = 0;
+    for (uint32_t i = first; i < hi; ++i) {
+      Lane& l = w.lanes[i];
+      if (l.state != LaneState::Collective || l.site != site) continue;
+      mask |= 1u << (i - lo);
+      if (size) std::memcpy(snap.value[i - lo], l.deposit, std::min(size, l.size));
+      l.state = LaneState::Runnable;
+    }
+    snap.active_mask = mask;
+    snap.size = size;
+    progressed = true;
+  }
+  return progressed;
+}
+
+// "threads 0-31 wait at line 12 while threads 32-63 have returned"
+std::string describe_lanes(const Worker& w, uint32_t n) {
+  // key: (state, line) -> index ranges, in order of first appearance
+  std::vector<std::pair<std::pair<int, uint32_t>, std::vector<std::pair<uint32_t, uint32_t>>>> groups;
+  for (uint32_t i = 0; i < n;) {
+    const Lane& l = w.lanes[i];
+    std::pair<int, uint32_t> key{static_cast<int>(l.state), l.state == LaneState::Done ? 0 : l.line};
+    uint32_t j = i + 1;
+    while (j < n && static_cast<int>(w.lanes[j].state) == key.first &&
+           (w.lanes[j].state == LaneState::Done || w.lanes[j].line == key.second))
+      ++j;
+    auto it = std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.first == key; });
+    if (it == groups.end()) {
+      groups.push_back({key, {}});
+      it = groups.end() - 1;
+    }
+    it->second.emplace_back(i, j - 1);
+    i = j;
+  }
+  std::ostringstream os;
+  for (size_t gi = 0; gi < groups.size(); ++gi) {
+    const auto& ranges = groups[gi].second;
+    os << (gi == 0 ? "" : gi == 1 ? " while " : ", ");
+    uint32_t count = 0;
+    for (const auto& r : ranges) count += r.second - r.first + 1;
+    os << (count == 1 ? "thread " : "threads ");
+    for (size_t k = 0; k < ranges.size() && k < 6; ++k) {
+      if (k) os << ",";
+      os << ranges[k].first;
+      if (ranges[k].second != ranges[k].first) os << "-" << ranges[k].second;
+    }
+    if (ranges.size() > 6) os << ",...";
+    auto state = static_cast<LaneState>(groups[gi].first.first);
+    const char* verb = count == 1 ? "waits" : "wait";
+    if (state == LaneState::Done)
+      os << (count == 1 ? " has returned" : " have returned");
+    else if (state == LaneState::Barrier)
+      os << " " << verb << " at a threadgroup barrier at line " << groups[gi].first.second;
+    else if (state == LaneState::Collective)
+      os << " " << verb << " at a SIMD-group function at line " << groups[gi].first.second;
+    else
+      os << " are runnable";
+  }
+  return os.str();
+}
+
+void run_group_fibers(Worker& w) {
+  DispatchState& d = *w.d;
+  const uint32_t n = d.nthreads;
+  const auto& tpg = d.spec->threads_per_group;
+  {
+    uint32_t idx = 0;
+    for (uint32_t z = 0; z < tpg[2]; ++z)
+      for (uint32_t y = 0; y < tpg[1]; ++y)
+        for (uint32_t x = 0; x < tpg[0]; ++x, ++idx) fill_thread(d, w, idx, x, y, z, w.threads[idx]);
+  }
+  for (uint32_t i = 0; i < n; ++i) {
+    w.lanes[i].state = LaneState::Runnable;
+    w.lanes[i].sp = fiber_prepare(*w.stacks[i], fiber_main, &w, (i % 61) * 64);
+  }
+  for (;;) {
+    for (uint32_t i = 0; i < n; ++i) {
+      if (w.lanes[i].state != LaneState::Runnable) continue;
+      w.current = i;
+      w.cur_thread = &w.threads[i];
+      w.in_kernel = 1;
+      fiber_switch(&w.sched_sp, w.lanes[i].sp);
+      w.in_kernel = 0;
+      if (w.aborting) return;
+    }
+    if (complete_collectives(w, n)) continue;
+    // Nothing runnable and no collective pending: everyone left is at a threadgroup barrier.
+    uint32_t waiting = 0, done = 0, other = 0;
+    bool same_line = true;
+    uint32_t line = 0;
+    for (uint32_t i = 0; i < n; ++i) {
+      const Lane& l = w.lanes[i];
+      if (l.state == LaneState::Done) {
+        ++done;
+      } else if (l.state == LaneState::Barrier) {
+        if (waiting++ == 0) line = l.line;
+        same_line = same_line && l.line == line;
+      } else {
+        ++other;
+      }
+    }
+    if (waiting == 0 && other == 0) return;  // threadgroup finished
+    if (other == 0 && done == 0 && same_line) {  // the common case: release the barrier
+      for (uint32_t i = 0; i < n; ++i) w.lanes[i].state = LaneState::Runnable;
+      continue;
+    }
+    w.cur_thread = nullptr;
+    const std::string where = " in threadgroup " + xyz(w.single.threadgroup_position_in_grid);
+    if (other == 0) {
+      set_abort(&w, ErrorKind::Dispatch,
+                "divergent barrier in kernel '" + kname(d.kernel) + "'" + where + ": " + describe_lanes(w, n) +
+                    " (every thread of a threadgroup must reach the same threadgroup_barrier)");
+      w.aborting = true;
+      return;
+    }
+    // Cannot happen with the rules above (a pending collective always completes); kept so
+    // a scheduler bug reports instead of hanging.
+    set_abort(&w, ErrorKind::Dispatch,
+              "deadlock in kernel '" + kname(d.kernel) + "'" + where + ": " + describe_lanes(w, n));
+    w.aborting = true;
+    return;
+  }
+}
+
+// Per-dispatch buffers of a worker; stacks only grow.
+void prepare_worker(Worker& w, DispatchState& d) {
+  w.d = &d;
+  w.fiber_mode = d.kernel->needs_fibers != 0;
+  w.aborting = false;
+  w.fault_sig = 0;
+  if (!w.arena) {
+    void* p = std::aligned_alloc(kArenaAlign, kMaxThreadgroupMemory + kArenaAlign);
+    if (!p) throw OutOfMemory("simulator: cannot allocate threadgroup memory");
+    w.arena.reset(static_cast<unsigned char*>(p));
+  }
+  w.args.buffers = d.spec->buffers.data();
+  w.args.buffer_sizes = d.spec->buffer_sizes.data();
+  w.args.threadgroup_buffers = w.tg_buffers.data();
+  if (w.fiber_mode) {
+    const uint32_t n = d.nthreads;
+    while (w.stacks.size() < n) w.stacks.push_back(std::make_unique<FiberStack>(w.stack_bytes));
+    if (w.lanes.size() < n) w.lanes.resize(n);
+    if (w.threads.size() < n) w.threads.resize(n);
+    const size_t groups = (n + kSimd - 1) / kSimd;
+    if (w.snapshots.size() < groups) w.snapshots.resize(groups);
+  }
+}
+
+// Runs threadgroups until none is left or the dispatch stops. Holds no objects with
+// destructors: siglongjmp lands here from kernel code.
+void run_groups(Worker& w, DispatchState& d) {
+  if (sigsetjmp(w.jmp, 1) != 0) {
+    w.in_kernel = 0;
+    if (w.fault_sig != 0)
+      d.report(w.group, ErrorKind::Dispatch, fault_message(w));
+    else
+      d.report(w.group, w.abort_kind, w.abort_message);
+    return;
+  }
+  for (;;) {
+    if (d.stop.load(std::memory_order_relaxed)) return;
+    const uint64_t g = d.next.fetch_add(1);
+    if (g >= d.total_groups) return;
+    start_group(w, g);
+    if (w.fiber_mode)
+      run_group_fibers(w);
+    else
+      run_group_loop(w);
+    if (w.aborting) {
+      d.report(g, w.abort_kind, w.abort_message);
+      return;
+    }
+  }
+}
+
+void worker_main(Worker& w, DispatchState& d) {
+  Worker* prev = tls_worker;
+  tls_worker = &w;
+  try {
+    prepare_worker(w, d);
+    AltStack alt(w.altstack);
+    run_groups(w, d);
+  } catch (const std::exception& e) {
+    d.report(w.group, ErrorKind::Dispatch, std::string("simulator: ") + e.what());
+  }
+  w.d = nullptr;
+  w.cur_thread = nullptr;
+  tls_worker = prev;
+}
+
+unsigned default_workers() {
+  if (const char* s = std::getenv("TRITON_MPS_SIM_THREADS")) {
+    int v = std::atoi(s);
+    if (v > 0) return static_cast<unsigned>(v);
+  }
+  unsigned hc = std::thread::hardware_concurrency();
+  return hc ? hc : 1;
+}
+
+}  // namespace
+
+const tmps_sim_runtime* runtime() { return &kRuntime; }
+
+Scheduler::Scheduler(unsigned workers, size_t stack_bytes)
+    : num_workers_(workers ? workers : default_workers()),
+      stack_bytes_(stack_bytes ? stack_bytes : default_fiber_stack_bytes()) {}
+
+Scheduler::~Scheduler() = default;
+
+void Scheduler::run(const LaunchSpec& spec) {
+  const tmps_sim_kernel* k = spec.kernel;
+  if (!k || !k->entry) throw InvalidArgument("simulator: dispatch without a kernel entry point");
+  const auto& tpg = spec.threads_per_group;
+  const auto& grid = spec.threadgroups;
+  const uint64_t nthreads = uint64_t(tpg[0]) * tpg[1] * tpg[2];
+  const uint64_t ngroups = uint64_t(grid[0]) * grid[1] * grid[2];
+  const std::string shape = std::to_string(tpg[0]) + "x" + std::to_string(tpg[1]) + "x" + std::to_string(tpg[2]);
+  if (nthreads > kMaxThreadsPerThreadgroup)
+    throw LimitExceeded("kernel '" + kname(k) + "': " + std::to_string(nthreads) + " threads per threadgroup (" +
+                        shape + ") exceed Metal's limit of " + std::to_string(kMaxThreadsPerThreadgroup));
+  if (k->max_total_threads_per_threadgroup && nthreads > k->max_total_threads_per_threadgroup)
+    throw LimitExceeded("kernel '" + kname(k) + "': " + std::to_string(nthreads) + " threads per threadgroup (" +
+                        shape + ") exceed its [[max_total_threads_per_threadgroup(" +
+                        std::to_string(k->max_total_threads_per_threadgroup) + ")]]");
+  uint64_t dynamic = 0;
+  for (uint32_t len : spec.threadgroup_lengths)
+    if (len) dynamic = (dynamic + 15) / 16 * 16 + len;
+  if (dynamic > kMaxThreadgroupMemory)
+    throw LimitExceeded("kernel '" + kname(k) + "': " + std::to_string(dynamic) +
+                        " bytes of [[threadgroup(n)]] memory exceed Metal's limit of " +
+                        std::to_string(kMaxThreadgroupMemory) + " bytes");
+  if (nthreads == 0 || ngroups == 0) return;
+
+  std::lock_guard<std::mutex> lock(mu_);
+  DispatchState d;
+  d.spec = &spec;
+  d.kernel = k;
+  d.total_groups = ngroups;
+  d.nthreads = static_cast<uint32_t>(nthreads);
+  tmps_sim_thread& t = d.thread_template;
+  for (int i = 0; i < 3; ++i) {
+    t.threads_per_threadgroup[i] = tpg[i];
+    t.threadgroups_per_grid[i] = grid[i];
+    t.threads_per_grid[i] = grid[i] * tpg[i];
+  }
+  t.simdgroups_per_threadgroup = static_cast<uint32_t>((nthreads + kSimd - 1) / kSimd);
+  t.threads_per_simdgroup = kSimd;
+  t.quadgroups_per_threadgroup = static_cast<uint32_t>((nthreads + 3) / 4);
+
+  const unsigned n = static_cast<unsigned>(std::min<uint64_t>(num_workers_, ngroups));
+  while (workers_.size() < n) {
+    workers_.push_back(std::make_unique<Worker>());
+    workers_.back()->stack_bytes = stack_bytes_;
+  }
+
+  FaultHandlers handlers;
+  std::vector<std::thread> threads;
+  try {
+    for (unsigned i = 1; i < n; ++i) threads.emplace_back(worker_main, std::ref(*workers_[i]), std::ref(d));
+  } catch (const std::exception& e) {
+    d.report(0, ErrorKind::Dispatch, std::string("simulator: cannot start worker threads: ") + e.what());
+  }
+  worker_main(*workers_[0], d);
+  for (auto& th : threads) th.join();
+
+  if (d.has_error) {
+    if (d.err_kind == ErrorKind::Limit) throw LimitExceeded(d.err_message);
+    throw DispatchError(d.err_message);
+  }
+}
+
+}  // namespace tmps::sim

@@ -1,0 +1,66 @@
+// Runs one dispatch of a simulator kernel over a grid of threadgroups.
+//
+// Threadgroups are spread over worker threads; a worker runs one threadgroup at a time with
+// one fiber per GPU thread, resumed in lane order (deterministic). Fibers block in the
+// runtime services (barriers, SIMD-group collectives) and the worker releases them once the
+// whole threadgroup / SIMD-group has arrived. Kernels that never synchronise
+// (needs_fibers == 0) run as a plain loop on the worker's own stack.
+//
+// The scheduler knows nothing about the compiler: it takes a tmps_sim_kernel table entry and
+// raw pointers, so tests can hand it kernels written directly in C++ against the ABI.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "include/tmps_sim_abi.h"
+
+namespace tmps::sim {
+
+// The runtime services table every kernel library's `tmps_sim_rt` must point to.
+const tmps_sim_runtime* runtime();
+
+// Metal's limits, as the simulator enforces them.
+constexpr uint32_t kMaxThreadsPerThreadgroup = 1024;
+constexpr uint64_t kMaxThreadgroupMemory = 32768;
+
+struct LaunchSpec {
+  const tmps_sim_kernel* kernel = nullptr;
+  std::array<uint32_t, 3> threadgroups{1, 1, 1};
+  std::array<uint32_t, 3> threads_per_group{1, 1, 1};
+  std::array<void*, TMPS_SIM_MAX_BUFFERS> buffers{};         // base + offset, nullptr if unbound
+  std::array<uint64_t, TMPS_SIM_MAX_BUFFERS> buffer_sizes{};  // usable bytes
+  std::array<uint32_t, TMPS_SIM_MAX_THREADGROUP_BINDINGS> threadgroup_lengths{};  // [[threadgroup(n)]] bytes
+};
+
+struct Worker;
+
+class Scheduler {
+ public:
+  // workers == 0: $TRITON_MPS_SIM_THREADS, else std::thread::hardware_concurrency().
+  // stack_bytes == 0: $TRITON_MPS_SIM_STACK_KB, else 256 KiB.
+  explicit Scheduler(unsigned workers = 0, size_t stack_bytes = 0);
+  ~Scheduler();
+  Scheduler(const Scheduler&) = delete;
+  Scheduler& operator=(const Scheduler&) = delete;
+
+  // Run the whole dispatch; returns when every threadgroup finished.
+  // Throws LimitExceeded (threadgroup size / memory), DispatchError (fail(), divergent
+  // barrier, deadlock, invalid memory access, stack overflow). Reusable after an error.
+  // Calls on one Scheduler are serialised.
+  void run(const LaunchSpec& spec);
+
+  unsigned workers() const { return num_workers_; }
+
+ private:
+  unsigned num_workers_;
+  size_t stack_bytes_;
+  std::mutex mu_;
+  std::vector<std::unique_ptr<Worker>> workers_;  // kept across dispatches: stacks are reused
+};
+
+}  // namespace tmps::sim

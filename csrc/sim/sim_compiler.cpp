@@ -1,0 +1,410 @@
+// The simulator's C++ toolchain: finding a clang, running it as a child process (argv passed
+// directly, no shell), and building kernel shared objects atomically.
+#include "sim_compiler.h"
+
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cctype>
+#include <chrono>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <mutex>
+#include <optional>
+#include <sstream>
+
+#include "../pipeline_cache.h"
+
+#ifdef __APPLE__
+#include <crt_externs.h>
+static char** process_environ() { return *_NSGetEnviron(); }
+#else
+extern char** environ;
+static char** process_environ() { return environ; }
+#endif
+
+namespace tmps::sim {
+namespace {
+
+struct RunResult {
+  int status = -1;     // exit code; -1 if it did not exit normally
+  std::string output;  // stdout and stderr, interleaved
+};
+
+std::string env(const char* name) {
+  const char* v = std::getenv(name);
+  return v ? std::string(v) : std::string();
+}
+
+// Runs argv[0] (searched on PATH) with `extra_env` added to our environment; collects output.
+RunResult run(const std::vector<std::string>& argv, const std::vector<std::string>& extra_env = {}) {
+  int fds[2];
+#ifdef __APPLE__
+  if (pipe(fds) != 0) throw Unavailable(std::string("simulator compiler: pipe() failed: ") + std::strerror(errno));
+  fcntl(fds[0], F_SETFD, FD_CLOEXEC);
+  fcntl(fds[1], F_SETFD, FD_CLOEXEC);
+#else
+  if (pipe2(fds, O_CLOEXEC) != 0) throw Unavailable(std::string("simulator compiler: pipe() failed: ") + std::strerror(errno));
+#endif
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_adddup2(&actions, fds[1], 1);  // dup2 clears close-on-exec
+  posix_spawn_file_actions_adddup2(&actions, fds[1], 2);
+
+  std::vector<char*> args;
+  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+
+  std::vector<std::string> env_store;
+  for (char** e = process_environ(); e && *e; ++e) env_store.emplace_back(*e);
+  for (const std::string& e : extra_env) env_store.push_back(e);
+  std::vector<char*> envp;
+  for (std::string& e : env_store) envp.push_back(e.data());
+  envp.push_back(nullptr);
+
+  pid_t pid = 0;
+  int rc = posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), envp.data());
+  posix_spawn_file_actions_destroy(&actions);
+  close(fds[1]);
+  RunResult r;
+  if (rc != 0) {
+    close(fds[0]);
+    r.output = "cannot run " + argv[0] + ": " + std::strerror(rc);
+    return r;
+  }
+  char buf[4096];
+  for (;;) {
+    ssize_t k = read(fds[0], buf, sizeof buf);
+    if (k > 0) { r.output.append(buf, size_t(k)); continue; }
+    if (k < 0 && errno == EINTR) continue;
+    break;
+  }
+  close(fds[0]);
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  r.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+bool is_executable(const std::string& path) { return !path.empty() && access(path.c_str(), X_OK) == 0; }
+
+std::string which(const std::string& name) {
+  if (name.find('/') != std::string::npos) return is_executable(name) ? name : "";
+  std::string path = env("PATH");
+  size_t b = 0;
+  while (b <= path.size()) {
+    size_t e = path.find(':', b);
+    if (e == std::string::npos) e = path.size();
+    std::string dir = path.substr(b, e - b);
+    if (!dir.empty() && is_executable(dir + "/" + name)) return dir + "/" + name;
+    b = e + 1;
+  }
+  return "";
+}
+
+std::string first_line(const std::string& s) {
+  std::string l = s.substr(0, s.find('\n'));
+  while (!l.empty() && (l.back() == '\r' || l.back() == ' ')) l.pop_back();
+  return l;
+}
+
+// "clang version 22.1.8 (...)" → "22.1.8"; also "Apple clang version 16.0.0".
+std::string clang_version(const std::string& text) {
+  size_t at = text.find("clang version ");
+  if (at == std::string::npos) return "";
+  at += 14;
+  size_t e = at;
+  while (e < text.size() && (std::isdigit((unsigned char)text[e]) || text[e] == '.')) ++e;
+  return text.substr(at, e - at);
+}
+
+bool is_zig(const Toolchain& t) {
+  const std::string& exe = t.cxx.empty() ? std::string() : t.cxx[0];
+  std::string base = exe.substr(exe.find_last_of('/') == std::string::npos ? 0 : exe.find_last_of('/') + 1);
+  return base == "zig" || base == "zig.exe";
+}
+
+std::optional<Toolchain> zig_toolchain(const std::string& zig) {
+  if (!is_executable(zig)) return std::nullopt;
+  RunResult v = run({zig, "version"});
+  RunResult cc = run({zig, "cc", "--version"});
+  if (v.status != 0 || cc.status != 0) return std::nullopt;
+  std::string zv = first_line(v.output);
+  std::string cv = clang_version(cc.output);
+  Toolchain t;
+  t.cxx = {zig, "c++"};
+  t.description = "zig " + zv + " (clang " + cv + ")";
+  t.version = "zig-" + zv + "-clang-" + cv;
+  return t;
+}
+
+// A system clang++: needs clang >= 17 for __bf16 (Apple clang 16 is LLVM 17).
+std::optional<Toolchain> clang_toolchain(const std::string& clang) {
+  RunResult r = run({clang, "--version"});
+  if (r.status != 0) return std::nullopt;
+  std::string v = clang_version(r.output);
+  int major = std::atoi(v.c_str());
+  bool apple = r.output.find("Apple clang") != std::string::npos;
+  if (major < (apple ? 16 : 17)) return std::nullopt;
+  Toolchain t;
+  t.cxx = {clang};
+  t.description = first_line(r.output);
+  t.version = (apple ? "apple-clang-" : "clang-") + v;
+  return t;
+}
+
+// A `ziglang` wheel in the active virtual environment (pip install ziglang) when zig is not on
+// PATH: python's scripts do not put the binary there.
+std::string venv_zig() {
+  std::string venv = env("VIRTUAL_ENV");
+  if (venv.empty()) return "";
+  std::string lib = venv + "/lib";
+  for (int minor = 20; minor >= 8; --minor) {
+    std::string p = lib + "/python3." + std::to_string(minor) + "/site-packages/ziglang/zig";
+    if (is_executable(p)) return p;
+  }
+  return "";
+}
+
+Toolchain discover() {
+  std::string custom = env("TRITON_MPS_SIM_CXX");
+  if (!custom.empty()) {
+    Toolchain t;
+    std::istringstream words(custom);
+    for (std::string w; words >> w;) t.cxx.push_back(w);
+    if (t.cxx.empty() || which(t.cxx[0]).empty()) throw Unavailable("TRITON_MPS_SIM_CXX='" + custom + "': compiler not found");
+    std::vector<std::string> ver = t.cxx;
+    ver.push_back("--version");
+    RunResult r = run(ver);
+    if (r.status != 0) throw Unavailable("TRITON_MPS_SIM_CXX='" + custom + "': `--version` failed: " + first_line(r.output));
+    t.description = "custom: " + first_line(r.output);
+    t.version = "custom-" + custom + "-" + first_line(r.output);
+    return t;
+  }
+  std::string zig = env("TRITON_MPS_ZIG");
+  if (!zig.empty()) {
+    if (auto t = zig_toolchain(zig)) return *t;
+    throw Unavailable("TRITON_MPS_ZIG='" + zig + "' is not a working zig executable");
+  }
+  if (auto t = zig_toolchain(which("zig"))) return *t;
+  for (const char* name : {"clang++", "clang++-22", "clang++-21", "clang++-20", "clang++-19", "clang++-18", "clang++-17"}) {
+    std::string path = which(name);
+    if (path.empty()) continue;
+    if (auto t = clang_toolchain(path)) return *t;
+  }
+  if (auto t = zig_toolchain(venv_zig())) return *t;
+  throw Unavailable(
+      "the triton-mps simulator needs a C++ compiler for kernels: `pip install ziglang` (and set TRITON_MPS_ZIG to "
+      "its zig binary if it is not found), or put clang++ >= 17 on PATH, or set TRITON_MPS_SIM_CXX");
+}
+
+std::mutex g_mu;
+std::optional<Toolchain> g_toolchain;
+std::string g_shim_dir;
+
+bool file_exists(const std::string& p) {
+  struct stat st;
+  return stat(p.c_str(), &st) == 0;
+}
+
+// Temporary files removed on scope exit unless released.
+class TempFiles {
+ public:
+  ~TempFiles() {
+    for (const std::string& p : paths_) std::remove(p.c_str());
+  }
+  void add(const std::string& p) { paths_.push_back(p); }
+  void release(const std::string& p) {
+    for (auto it = paths_.begin(); it != paths_.end(); ++it)
+      if (*it == p) { paths_.erase(it); return; }
+  }
+
+ private:
+  std::vector<std::string> paths_;
+};
+
+std::string unique_suffix() {
+  static std::atomic<unsigned> counter{0};
+  auto now = std::chrono::steady_clock::now().time_since_epoch().count();
+  return std::to_string(getpid()) + "-" + std::to_string(counter++) + "-" + std::to_string(now & 0xffffff);
+}
+
+void write_file(const std::string& path, const std::string& text) {
+  std::ofstream f(path, std::ios::binary | std::ios::trunc);
+  f << text;
+  f.close();
+  if (!f) throw CompileError("simulator compiler: cannot write " + path);
+}
+
+std::string dir_of(const std::string& path) {
+  size_t slash = path.find_last_of('/');
+  if (slash == std::string::npos) return ".";
+  return slash == 0 ? "/" : path.substr(0, slash);
+}
+
+void make_dirs(const std::string& dir) {
+  if (dir.empty() || file_exists(dir)) return;
+  make_dirs(dir_of(dir));
+  if (mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) throw CompileError("simulator compiler: cannot create " + dir);
+}
+
+// zig writes a cache even for trivial compiles; keep it under our cache dir so a read-only
+// $HOME still works.
+std::vector<std::string> compiler_env(const Toolchain& t) {
+  std::vector<std::string> out;
+  if (!is_zig(t)) return out;
+  if (env("ZIG_GLOBAL_CACHE_DIR").empty() || env("ZIG_LOCAL_CACHE_DIR").empty()) {
+    std::string dir;
+    try {
+      dir = cache_dir() + "/zig";
+      make_dirs(dir);
+    } catch (const Error&) {  // no usable cache dir: a private one in the temp dir still works
+      std::string tmp = env("TMPDIR");
+      dir = (tmp.empty() ? std::string("/tmp") : tmp) + "/triton_mps-zig-" + std::to_string(getuid());
+      make_dirs(dir);
+    }
+    if (env("ZIG_GLOBAL_CACHE_DIR").empty()) out.push_back("ZIG_GLOBAL_CACHE_DIR=" + dir);
+    if (env("ZIG_LOCAL_CACHE_DIR").empty()) out.push_back("ZIG_LOCAL_CACHE_DIR=" + dir);
+  }
+  return out;
+}
+
+// Flags shared by the build and the strict check. Freestanding: only our shim is visible.
+void common_flags(std::vector<std::string>& a, const CompileOptions& options) {
+  for (const char* f : {"-nostdinc", "-nostdinc++", "-fno-exceptions", "-fno-rtti", "-fno-threadsafe-statics", "-Xclang",
+                        "-ffloat16-excess-precision=none", "-std=c++17", "-fno-color-diagnostics", "-ferror-limit=20",
+                        "-Wno-unknown-attributes", "-Wno-ignored-attributes", "-Wno-unused-command-line-argument"})
+    a.push_back(f);
+  for (const auto& [name, value] : options.macros) a.push_back("-D" + name + "=" + value);
+  a.push_back("-I" + shim_dir());
+}
+
+// Math modes. Safe (the default, Triton's semantics): IEEE arithmetic, no reassociation, no
+// reciprocal tricks, and no implicit FMA contraction, so results do not depend on how the
+// optimizer schedules code; Triton code that wants FMA emits fma() explicitly. math-errno is
+// off in every mode: kernels have no errno, and it lets sqrt stay an instruction.
+// Relaxed follows Metal's relaxed mode: reassociation and contraction allowed, but infinities
+// and NaNs still honoured. Fast is clang's -ffast-math (also assumes finite values).
+void math_flags(std::vector<std::string>& a, MathMode mode) {
+  a.push_back("-fno-math-errno");
+  switch (mode) {
+    case MathMode::Safe:
+      for (const char* f : {"-fno-fast-math", "-ffp-contract=off"}) a.push_back(f);
+      break;
+    case MathMode::Relaxed:
+      for (const char* f : {"-fassociative-math", "-freciprocal-math", "-fno-signed-zeros", "-fno-trapping-math", "-ffp-contract=fast"})
+        a.push_back(f);
+      break;
+    case MathMode::Fast:
+      a.push_back("-ffast-math");
+      break;
+  }
+}
+
+std::string diagnostics(const RunResult& r) {
+  std::string out = r.output;
+  while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();
+  if (out.empty()) out = r.status < 0 ? "the compiler crashed" : "the compiler failed with exit code " + std::to_string(r.status);
+  return out;
+}
+
+}  // namespace
+
+const Toolchain& find_toolchain() {
+  std::lock_guard<std::mutex> lock(g_mu);
+  if (!g_toolchain) g_toolchain = discover();  // a failure is not cached: the user may install one
+  return *g_toolchain;
+}
+
+void set_shim_dir(const std::string& dir) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  g_shim_dir = dir;
+}
+
+std::string shim_dir() {
+  std::string dir = env("TRITON_MPS_SIM_INCLUDE");
+  if (dir.empty()) {
+    std::lock_guard<std::mutex> lock(g_mu);
+    dir = g_shim_dir;
+  }
+#ifdef TMPS_SOURCE_SHIM_DIR
+  if (dir.empty()) dir = TMPS_SOURCE_SHIM_DIR;
+#endif
+  if (dir.empty()) throw Unavailable("simulator: no metal_stdlib shim directory configured (set TRITON_MPS_SIM_INCLUDE)");
+  if (!file_exists(dir + "/metal_stdlib"))
+    throw Unavailable("simulator: metal_stdlib shim not found in '" + dir + "' (set TRITON_MPS_SIM_INCLUDE)");
+  return dir;
+}
+
+void compile_shared_object(const std::string& cpp, const std::string& out_path, const CompileOptions& options) {
+  const Toolchain& tc = find_toolchain();
+  std::string dir = dir_of(out_path);
+  make_dirs(dir);
+  TempFiles temps;
+  std::string base = out_path + ".tmp-" + unique_suffix();
+  std::string src = base + ".cpp";
+  std::string so = base + ".so";
+  temps.add(src);
+  temps.add(so);
+  write_file(src, cpp);
+
+  std::vector<std::string> argv = tc.cxx;
+  // -nostdlib: the object needs no libc at link time (math calls resolve at dlopen from the
+  // host process); with zig it also avoids building libc stubs on a cold cache (~6 s).
+  for (const char* f : {"-shared", "-fPIC", "-O2", "-g0", "-nostdlib", "-fvisibility=hidden"}) argv.push_back(f);
+#ifdef __APPLE__
+  argv.push_back("-Wl,-undefined,dynamic_lookup");
+#endif
+  common_flags(argv, options);
+  math_flags(argv, options.math_mode);
+  for (const char* f : {"-x", "c++"}) argv.push_back(f);
+  argv.push_back(src);
+  argv.push_back("-o");
+  argv.push_back(so);
+
+  RunResult r = run(argv, compiler_env(tc));
+  if (r.status != 0 || !file_exists(so)) {
+    std::string what = options.label.empty() ? std::string() : " for '" + options.label + "'";
+    throw CompileError("simulator: compiling the kernel" + what + " failed:\n" + diagnostics(r));
+  }
+  if (std::rename(so.c_str(), out_path.c_str()) != 0)
+    throw CompileError("simulator: cannot move the compiled kernel to " + out_path + ": " + std::strerror(errno));
+  temps.release(so);
+}
+
+void strict_check(const std::string& cpp, const CompileOptions& options) {
+  const Toolchain& tc = find_toolchain();
+  TempFiles temps;
+  std::string tmpdir = env("TMPDIR");
+  if (tmpdir.empty()) tmpdir = "/tmp";
+  std::string src = tmpdir + "/tmps-strict-" + unique_suffix() + ".cpp";
+  temps.add(src);
+  write_file(src, cpp);
+
+  // `zig c++ -fsyntax-only` fails on its own output handling; zig's bundled clang driver
+  // (`zig clang`) does syntax-only checks fine and needs no zig cache.
+  std::vector<std::string> argv = tc.cxx;
+  if (is_zig(tc)) argv = {tc.cxx[0], "clang"};
+  argv.push_back("-fsyntax-only");
+  argv.push_back("-DTMPS_SIM_STRICT=1");
+  common_flags(argv, options);
+  math_flags(argv, options.math_mode);
+  for (const char* f : {"-x", "c++"}) argv.push_back(f);
+  argv.push_back(src);
+  RunResult r = run(argv, compiler_env(tc));
+  if (r.status != 0) {
+    std::string what = options.label.empty() ? std::string() : " ('" + options.label + "')";
+    throw CompileError("Metal would reject this kernel" + what + ":\n" + diagnostics(r));
+  }
+}
+
+}  // namespace tmps::sim

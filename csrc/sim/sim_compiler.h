@@ -1,0 +1,36 @@
+// The simulator's C++ toolchain: finds a clang able to build MSL-as-C++ (bfloat needs clang
+// >= 17) and compiles translated kernels into shared objects, plus the strict Metal check.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "../device.h"
+
+namespace tmps::sim {
+
+struct Toolchain {
+  std::vector<std::string> cxx;  // command prefix, e.g. {"/.../ziglang/zig", "c++"} or {"clang++-18"}
+  std::string description;       // "zig 0.17.1 (clang 22.1.8)"
+  std::string version;           // part of cache keys
+};
+
+// Search order: $TRITON_MPS_SIM_CXX (a command line, split on spaces), $TRITON_MPS_ZIG (path
+// to zig), `zig` on PATH, clang++ (>= 17) on PATH. Cached after the first call.
+// Throws Unavailable explaining what to install (`pip install ziglang`).
+const Toolchain& find_toolchain();
+
+// Directory holding our metal_stdlib shim: $TRITON_MPS_SIM_INCLUDE, else set_shim_dir(),
+// else the compile-time default (source tree). Throws Unavailable if missing.
+std::string shim_dir();
+void set_shim_dir(const std::string& dir);
+
+// Compile translated C++ into a shared object at `out_path`, written atomically (temp file
+// in the same directory, then rename). Throws CompileError with the compiler's diagnostics.
+void compile_shared_object(const std::string& cpp, const std::string& out_path, const CompileOptions& options);
+
+// Strict check: compile the same C++ with device/constant/threadgroup as real address spaces
+// (-DTMPS_SIM_STRICT, syntax only). Throws CompileError ("Metal would reject ...").
+void strict_check(const std::string& cpp, const CompileOptions& options);
+
+}  // namespace tmps::sim

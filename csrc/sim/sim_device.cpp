@@ -1,0 +1,487 @@
+// SimDevice: see sim_device.h.
+#include "sim_device.h"
+
+#include <dlfcn.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <random>
+#include <sstream>
+
+#include "../msl_frontend.h"
+#include "../pipeline_cache.h"
+#include "../sha256.h"
+#include "sim_compiler.h"
+
+namespace fs = std::filesystem;
+
+namespace tmps::sim {
+
+namespace {
+
+constexpr size_t kBufferAlign = 16384;  // Apple GPU page size
+constexpr const char* kLibraryFormat = "tmps-sim-lib-v1";  // bump when the .so layout changes
+
+size_t round_up(size_t n, size_t a) { return (n + a - 1) / a * a; }
+
+uint64_t physical_memory() {
+  long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  if (pages <= 0 || page <= 0) return uint64_t(8) << 30;
+  return uint64_t(pages) * uint64_t(page);
+}
+
+bool env_flag(const char* name) {
+  const char* v = std::getenv(name);
+  return v && *v && std::strcmp(v, "0") != 0;
+}
+
+void append_framed(std::string& out, const std::string& s) {
+  out += std::to_string(s.size());
+  out += ':';
+  out += s;
+  out += ';';
+}
+
+// ---- buffers -------------------------------------------------------------------------------
+
+class SimBuffer : public RawBuffer {
+ public:
+  SimBuffer(void* p, size_t length, size_t mapped) : p_(p), length_(length), mapped_(mapped) {}
+  ~SimBuffer() override {
+    if (mapped_) munmap(p_, mapped_);
+  }
+  void* contents() override { return p_; }
+  size_t length() const override { return length_; }
+  void* native_handle() override { return p_; }
+
+ private:
+  void* p_;
+  size_t length_;
+  size_t mapped_;  // 0: caller-owned memory (wrap_host_memory)
+};
+
+// ---- kernel libraries ------------------------------------------------------------------------
+
+// One dlopen'ed kernel library. Pipelines share it; dlclose when the last one goes.
+struct KernelLibrary {
+  void* handle = nullptr;
+  std::string path;
+  const tmps_sim_kernel* kernels = nullptr;
+  uint32_t count = 0;
+  ~KernelLibrary() {
+    if (handle) dlclose(handle);
+  }
+  const tmps_sim_kernel* find(const std::string& name) const {
+    for (uint32_t i = 0; i < count; ++i)
+      if (kernels[i].name && name == kernels[i].name) return &kernels[i];
+    return nullptr;
+  }
+  std::string names() const {
+    std::string s;
+    for (uint32_t i = 0; i < count; ++i) s += (i ? ", " : "") + std::string(kernels[i].name ? kernels[i].name : "?");
+    return s.empty() ? "none" : s;
+  }
+};
+
+// Libraries loaded in this process, by path: the same file is loaded once.
+std::mutex g_libs_mu;
+std::map<std::string, std::weak_ptr<KernelLibrary>> g_libs;
+
+std::shared_ptr<KernelLibrary> loaded_library(const std::string& path) {
+  std::lock_guard<std::mutex> lock(g_libs_mu);
+  auto it = g_libs.find(path);
+  return it == g_libs.end() ? nullptr : it->second.lock();
+}
+
+// dlopen + ABI checks; nullptr with `why` set if the file is not a usable kernel library.
+std::shared_ptr<KernelLibrary> open_library(const std::string& path, std::string& why) {
+  std::lock_guard<std::mutex> lock(g_libs_mu);
+  if (auto it = g_libs.find(path); it != g_libs.end())
+    if (auto lib = it->second.lock()) return lib;
+  dlerror();
+  void* h = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!h) {
+    const char* e = dlerror();
+    why = e ? e : "dlopen failed";
+    return nullptr;
+  }
+  auto lib = std::make_shared<KernelLibrary>();
+  lib->handle = h;
+  lib->path = path;
+  auto* abi = static_cast<const tmps_u32*>(dlsym(h, "tmps_sim_abi_version"));
+  auto* rt = static_cast<const tmps_sim_runtime**>(dlsym(h, "tmps_sim_rt"));
+  auto* kernels = static_cast<const tmps_sim_kernel*>(dlsym(h, "tmps_sim_kernels"));
+  auto* count = static_cast<const tmps_u32*>(dlsym(h, "tmps_sim_num_kernels"));
+  if (!abi || !rt || !kernels || !count) {
+    why = std::string("missing exported symbol ") +
+          (!abi ? "tmps_sim_abi_version" : !rt ? "tmps_sim_rt" : !kernels ? "tmps_sim_kernels" : "tmps_sim_num_kernels");
+    return nullptr;
+  }
+  if (*abi != TMPS_SIM_ABI_VERSION) {
+    why = "kernel ABI version " + std::to_string(*abi) + ", runtime expects " + std::to_string(TMPS_SIM_ABI_VERSION);
+    return nullptr;
+  }
+  *rt = runtime();
+  lib->kernels = kernels;
+  lib->count = *count;
+  g_libs[path] = lib;
+  return lib;
+}
+
+// ---- the on-disk cache -----------------------------------------------------------------------
+
+// Hash of every file of the metal_stdlib shim: editing the shim invalidates cached objects.
+std::string shim_hash() {
+  static std::mutex mu;
+  static std::map<std::string, std::string> cache;
+  const std::string dir = shim_dir();
+  std::lock_guard<std::mutex> lock(mu);
+  if (auto it = cache.find(dir); it != cache.end()) return it->second;
+  std::vector<std::string> files;
+  for (const auto& e : fs::recursive_directory_iterator(dir))
+    if (e.is_regular_file()) files.push_back(fs::relative(e.path(), dir).generic_string());
+  std::sort(files.begin(), files.end());
+  std::string text;
+  for (const auto& f : files) {
+    append_framed(text, f);
+    append_framed(text, sha256_file_hex((fs::path(dir) / f).string()));
+  }
+  return cache[dir] = sha256_hex(text);
+}
+
+std::string meta_path(const std::string& so) { return so + ".meta"; }
+
+std::string meta_text(const std::string& so) {
+  return std::string("tmps-sim-meta-v1\nsize ") + std::to_string(fs::file_size(so)) + "\nsha256 " +
+         sha256_file_hex(so) + "\n";
+}
+
+// True if `so` exists and matches its sidecar (size and SHA-256): catches truncated or
+// corrupted entries before dlopen sees them.
+bool verify_entry(const std::string& so) {
+  std::error_code ec;
+  if (!fs::is_regular_file(so, ec) || !fs::is_regular_file(meta_path(so), ec)) return false;
+  std::ifstream in(meta_path(so), std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  try {
+    return ss.str() == meta_text(so);
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
+// Write the sidecar atomically (temp file + rename) so readers never see half of it.
+void write_meta(const std::string& so) {
+  std::random_device rd;
+  const std::string tmp = meta_path(so) + ".tmp." + std::to_string(getpid()) + "." + std::to_string(rd());
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    out << meta_text(so);
+    if (!out) throw Error("simulator: cannot write cache entry " + tmp);
+  }
+  std::error_code ec;
+  fs::rename(tmp, meta_path(so), ec);
+  if (ec) {
+    fs::remove(tmp, ec);
+    throw Error("simulator: cannot write cache entry " + meta_path(so) + ": " + ec.message());
+  }
+}
+
+// ---- pipelines -----------------------------------------------------------------------------
+
+ParamInfo to_param_info(const tmps_sim_param& p) {
+  ParamInfo info;
+  info.name = p.name ? p.name : "";
+  info.type = p.type ? p.type : "";
+  info.attribute = p.attribute ? p.attribute : "";
+  info.kind = p.kind == TMPS_PARAM_THREADGROUP ? ParamInfo::Kind::Threadgroup
+              : p.kind == TMPS_PARAM_POSITION  ? ParamInfo::Kind::Position
+                                               : ParamInfo::Kind::Buffer;
+  switch (p.address_space) {
+    case TMPS_SPACE_CONSTANT: info.space = ParamInfo::Space::Constant; break;
+    case TMPS_SPACE_THREADGROUP: info.space = ParamInfo::Space::Threadgroup; break;
+    case TMPS_SPACE_THREAD: info.space = ParamInfo::Space::Thread; break;
+    default: info.space = ParamInfo::Space::Device; break;
+  }
+  info.index = p.index;
+  info.is_pointer = p.is_pointer != 0;
+  info.type_size = p.type_size;
+  info.line = p.line;
+  return info;
+}
+
+class SimPipeline : public Pipeline {
+ public:
+  SimPipeline(std::shared_ptr<KernelLibrary> lib, const tmps_sim_kernel* k) : lib_(std::move(lib)), kernel_(k) {
+    name_ = k->name;
+    for (uint32_t i = 0; i < k->num_params; ++i) params_.push_back(to_param_info(k->params[i]));
+  }
+  const std::string& name() const override { return name_; }
+  const std::vector<ParamInfo>& params() const override { return params_; }
+  uint32_t max_total_threads_per_threadgroup() const override {
+    uint32_t m = kernel_->max_total_threads_per_threadgroup;
+    return m && m < kMaxThreadsPerThreadgroup ? m : kMaxThreadsPerThreadgroup;
+  }
+  uint32_t thread_execution_width() const override { return TMPS_SIM_SIMD_WIDTH; }
+  uint32_t static_threadgroup_memory() const override { return 0; }  // known only while running
+  uint32_t source_line() const override { return kernel_->line; }
+  const tmps_sim_kernel* kernel() const { return kernel_; }
+
+ private:
+  std::shared_ptr<KernelLibrary> lib_;  // keeps the code of kernel_ mapped
+  const tmps_sim_kernel* kernel_;
+  std::string name_;
+  std::vector<ParamInfo> params_;
+};
+
+// ---- batches -------------------------------------------------------------------------------
+
+double now_ns() {
+  return std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// The scheduler's view of a dispatch: [[buffer(n)]] and [[threadgroup(n)]] parameters resolved.
+LaunchSpec resolve(const Dispatch& d, const SimPipeline& p) {
+  LaunchSpec spec;
+  spec.kernel = p.kernel();
+  spec.threadgroups = d.threadgroups;
+  spec.threads_per_group = d.threads_per_group;
+  const std::string kernel = "kernel '" + p.name() + "'";
+  for (const ParamInfo& param : p.params()) {
+    const std::string what = kernel + " parameter '" + param.name + "' [[" + param.attribute + "]]";
+    if (param.kind == ParamInfo::Kind::Buffer) {
+      if (param.index >= TMPS_SIM_MAX_BUFFERS) throw InvalidArgument(what + ": binding index over Metal's limit of 31");
+      const Binding* b = nullptr;
+      for (const auto& x : d.bindings)
+        if (x.index == param.index) b = &x;
+      if (!b) throw InvalidArgument(what + " is not bound");
+      void* ptr = nullptr;
+      uint64_t size = 0;
+      if (b->kind == Binding::Kind::Buffer) {
+        if (!b->buffer) throw InvalidArgument(what + " is bound to a null buffer");
+        const uint64_t len = b->buffer->length();
+        if (b->offset > len)
+          throw InvalidArgument(what + ": offset " + std::to_string(b->offset) + " is past the end of a " +
+                                std::to_string(len) + "-byte buffer");
+        ptr = static_cast<char*>(b->buffer->contents()) + b->offset;
+        size = len - b->offset;
+      } else {
+        ptr = const_cast<uint8_t*>(b->bytes.data());
+        size = b->bytes.size();
+      }
+      if (!param.is_pointer && param.type_size && size < param.type_size)
+        throw InvalidArgument(what + " needs " + std::to_string(param.type_size) + " bytes (" + param.type +
+                              ") but only " + std::to_string(size) + " are bound");
+      spec.buffers[param.index] = ptr;
+      spec.buffer_sizes[param.index] = size;
+    } else if (param.kind == ParamInfo::Kind::Threadgroup) {
+      if (param.index >= TMPS_SIM_MAX_THREADGROUP_BINDINGS)
+        throw InvalidArgument(what + ": binding index over Metal's limit of 31");
+      bool found = false;
+      for (const auto& [index, bytes] : d.threadgroup_memory)
+        if (index == param.index) {
+          spec.threadgroup_lengths[index] = bytes;
+          found = true;
+        }
+      if (!found) throw InvalidArgument(what + " has no threadgroup memory length set");
+    }
+  }
+  return spec;
+}
+
+class SimBatch : public Batch {
+ public:
+  explicit SimBatch(std::shared_ptr<Scheduler> s) : scheduler_(std::move(s)) {}
+
+  void encode(const Dispatch& d, std::shared_ptr<DispatchTiming> timing) override {
+    if (committed_) throw InvalidArgument("simulator: encode() on a batch that was already committed");
+    if (!d.pipeline || !dynamic_cast<const SimPipeline*>(d.pipeline.get()))
+      throw InvalidArgument("simulator: dispatch of a pipeline that was not built by the simulator device");
+    items_.push_back({d, std::move(timing)});
+  }
+
+  size_t size() const override { return items_.size(); }
+
+  // Executes here, in order. Errors are kept for wait(); a failed dispatch skips the rest.
+  void commit() override {
+    if (committed_) return;
+    committed_ = true;
+    std::string message;
+    for (auto& item : items_) {
+      if (error_) break;
+      const double start = now_ns();
+      try {
+        const auto& p = static_cast<const SimPipeline&>(*item.dispatch.pipeline);
+        scheduler_->run(resolve(item.dispatch, p));
+      } catch (const Error& e) {
+        error_ = std::current_exception();
+        message = e.what();
+      } catch (const std::exception& e) {
+        error_ = std::make_exception_ptr(DispatchError(std::string("simulator: ") + e.what()));
+        message = e.what();
+      }
+      if (item.timing) {
+        item.timing->start_ns = start;
+        item.timing->end_ns = now_ns();
+      }
+    }
+    for (auto& item : items_) {
+      if (!item.timing) continue;
+      item.timing->error = message;
+      item.timing->ready = true;
+    }
+    items_.clear();  // release buffers and pipelines now, as Metal does on completion
+  }
+
+  void wait() override {
+    if (!committed_) commit();
+    if (error_) std::rethrow_exception(error_);
+  }
+
+ private:
+  struct Item {
+    Dispatch dispatch;
+    std::shared_ptr<DispatchTiming> timing;
+  };
+  std::shared_ptr<Scheduler> scheduler_;
+  std::vector<Item> items_;
+  bool committed_ = false;
+  std::exception_ptr error_;
+};
+
+}  // namespace
+
+// ---- SimDevice -----------------------------------------------------------------------------
+
+SimDevice::SimDevice() : scheduler_(std::make_shared<Scheduler>()) {
+  info_.name = "triton-mps simulator";
+  info_.registry_id = 0;
+  info_.gpu_family = "apple9";
+  info_.generation = 3;
+  info_.max_threads_per_threadgroup = kMaxThreadsPerThreadgroup;
+  info_.max_threadgroup_memory = static_cast<uint32_t>(kMaxThreadgroupMemory);
+  info_.recommended_working_set = physical_memory() / 2;
+  info_.unified_memory = true;
+  info_.simd_width = TMPS_SIM_SIMD_WIDTH;
+  info_.max_buffer_bindings = TMPS_SIM_MAX_BUFFERS;
+  info_.max_buffer_length = info_.recommended_working_set;
+  info_.is_simulator = true;
+}
+
+SimDevice::~SimDevice() = default;
+
+std::unique_ptr<RawBuffer> SimDevice::new_buffer(size_t bytes) {
+  if (bytes > info_.max_buffer_length)
+    throw OutOfMemory("simulator: a buffer of " + std::to_string(bytes) + " bytes exceeds the maximum of " +
+                      std::to_string(info_.max_buffer_length));
+  // mmap: zero-filled; aligned to 16 KiB like Apple GPU pages by mapping one extra 16 KiB
+  // and returning the unaligned head and the tail to the system.
+  const size_t mapped = round_up(bytes ? bytes : 1, kBufferAlign);
+  const size_t total = mapped + kBufferAlign;
+  void* raw = mmap(nullptr, total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (raw == MAP_FAILED) throw OutOfMemory("simulator: cannot allocate a buffer of " + std::to_string(bytes) + " bytes");
+  const uintptr_t start = reinterpret_cast<uintptr_t>(raw);
+  const uintptr_t aligned = round_up(start, kBufferAlign);
+  if (aligned > start) munmap(raw, aligned - start);
+  const size_t tail = start + total - (aligned + mapped);
+  if (tail) munmap(reinterpret_cast<void*>(aligned + mapped), tail);
+  void* p = reinterpret_cast<void*>(aligned);
+  if (env_flag("TRITON_MPS_SIM_POISON")) std::memset(p, 0xFF, mapped);  // uninitialised reads show as NaN / -1
+  return std::make_unique<SimBuffer>(p, bytes, mapped);
+}
+
+std::unique_ptr<RawBuffer> SimDevice::wrap_host_memory(void* ptr, size_t bytes) {
+  if (!ptr && bytes) throw InvalidArgument("simulator: wrap_host_memory of a null pointer");
+  return std::make_unique<SimBuffer>(ptr, bytes, 0);
+}
+
+std::shared_ptr<Pipeline> SimDevice::build_pipeline(const std::string& source, const std::string& entry,
+                                                    const CompileOptions& options) {
+  const std::string filename = options.label.empty() ? "kernel.metal" : options.label + ".metal";
+  TranslatedSource tr = translate_for_simulator(source, filename);
+  {
+    bool found = false;
+    std::string names;
+    for (const auto& k : tr.kernels) {
+      found = found || k.name == entry;
+      names += (names.empty() ? "" : ", ") + k.name;
+    }
+    if (!found)
+      throw CompileError("kernel '" + entry + "' not found in " + filename + "; kernels found: " +
+                         (names.empty() ? "none" : names));
+  }
+  if (options.strict_check) strict_check(tr.cpp, options);
+
+  const Toolchain& tc = find_toolchain();
+  std::string key_text;
+  append_framed(key_text, kLibraryFormat);
+  append_framed(key_text, tr.cpp);
+  append_framed(key_text, options.key());
+  append_framed(key_text, tc.version);
+  append_framed(key_text, shim_hash());
+  append_framed(key_text, std::to_string(TMPS_SIM_ABI_VERSION));
+  const fs::path dir = fs::path(cache_dir()) / "sim";
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) throw Error("simulator: cannot create the cache directory " + dir.string() + ": " + ec.message());
+  const std::string so = (dir / (sha256_hex(key_text) + ".so")).string();
+
+  std::shared_ptr<KernelLibrary> lib = loaded_library(so);
+  if (lib) {
+    ++memory_hits_;
+  } else {
+    std::string why;
+    if (verify_entry(so)) {
+      lib = open_library(so, why);
+      if (lib) ++disk_hits_;
+    }
+    if (!lib) {
+      std::error_code ignored;
+      if (fs::exists(so, ignored)) ++rejected_;  // truncated, corrupted or unloadable: rebuild it
+      compile_shared_object(tr.cpp, so, options);
+      ++compiled_;
+      write_meta(so);
+      lib = open_library(so, why);
+      if (!lib) throw CompileError("simulator: cannot load the compiled kernel library " + so + ": " + why);
+    }
+  }
+  const tmps_sim_kernel* k = lib->find(entry);
+  if (!k) throw CompileError("kernel '" + entry + "' not found in " + so + "; kernels found: " + lib->names());
+  return std::make_shared<SimPipeline>(std::move(lib), k);
+}
+
+std::unique_ptr<Batch> SimDevice::new_batch() { return std::make_unique<SimBatch>(scheduler_); }
+
+std::string SimDevice::cache_identity() const {
+  std::string version;
+  try {
+    version = find_toolchain().version;
+  } catch (const Error&) {
+    version = "no-toolchain";
+  }
+  return "sim:" + std::to_string(TMPS_SIM_ABI_VERSION) + ":" + version;
+}
+
+SimBuildStats SimDevice::build_stats() const {
+  SimBuildStats s;
+  s.compiled = compiled_;
+  s.disk_hits = disk_hits_;
+  s.memory_hits = memory_hits_;
+  s.rejected_entries = rejected_;
+  return s;
+}
+
+}  // namespace tmps::sim
+
+namespace tmps {
+std::shared_ptr<Device> make_sim_device() { return std::make_shared<sim::SimDevice>(); }
+}  // namespace tmps

@@ -1,0 +1,210 @@
+"""Devices, buffers and MSL kernels from Python.
+
+Host arrays reach kernels without copies: numpy arrays and torch CPU tensors are wrapped in
+place (the simulator, or page-aligned memory on Metal), torch `mps` tensors by their
+`MTLBuffer` and byte offset. Launches are batched; call `synchronize()` before reading results
+on the host.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from . import _core
+
+Device = _core.Device
+
+_DEVICE_ENV = "TRITON_MPS_DEVICE"
+
+
+def devices() -> list[Device]:
+    """Every device: Metal GPUs first (macOS), then the simulator."""
+    return list(_core.devices())
+
+
+def get_device(which: str | int | Device | None = None) -> Device:
+    """A device by index, by kind ('metal', 'sim'), or the default one for None."""
+    if isinstance(which, _core.Device):
+        return which
+    all_devices = devices()
+    if which is None:
+        which = os.environ.get(_DEVICE_ENV, "")
+        if which == "":
+            real = [d for d in all_devices if not d.is_simulator]
+            return real[0] if real else all_devices[-1]
+    if isinstance(which, int) or (isinstance(which, str) and which.isdigit()):
+        index = int(which)
+        if not 0 <= index < len(all_devices):
+            raise _core.InvalidArgument(f"device index {index} out of range: {len(all_devices)} device(s)")
+        return all_devices[index]
+    kind = str(which).lower()
+    if kind in ("sim", "simulator", "cpu"):
+        return all_devices[-1]
+    if kind in ("metal", "gpu", "mps"):
+        real = [d for d in all_devices if not d.is_simulator]
+        if not real:
+            raise _core.Unavailable("no Metal device in this process (not a Mac, or Metal unavailable)")
+        return real[0]
+    raise _core.InvalidArgument(f"unknown device {which!r}: use an index, 'metal' or 'sim' ({_DEVICE_ENV})")
+
+
+def default_device() -> Device:
+    return get_device(None)
+
+
+def synchronize(device: Device | None = None) -> None:
+    """Wait for every launch on `device` (default device if None); raises a dispatch's error."""
+    get_device(device).synchronize()
+
+
+def empty(shape: int | Sequence[int], dtype: Any = np.float32, device: Device | None = None) -> np.ndarray:
+    """A numpy array backed by a pooled device buffer (contents undefined)."""
+    dtype = np.dtype(dtype)
+    shape = (shape,) if isinstance(shape, int) else tuple(shape)
+    nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    buf = get_device(device).buffer(max(nbytes, 1))
+    return buf.bytes_view()[:nbytes].view(dtype).reshape(shape)
+
+
+def _pool_buffer_of(arr: np.ndarray) -> _core.Buffer | None:
+    """The device buffer behind an array made by `empty` (walks the chain of views)."""
+    base: Any = arr
+    while isinstance(base, np.ndarray):
+        base = base.base
+    return base if isinstance(base, _core.Buffer) else None
+
+
+def _extent(shape: Sequence[int], strides: Sequence[int], itemsize: int) -> int:
+    """Bytes from the first element to the end of the last one (non-negative strides)."""
+    if any(s == 0 for s in shape):
+        return 0
+    if any(st < 0 for st in strides):
+        raise _core.InvalidArgument("arrays with negative strides cannot be passed to a kernel; copy them first")
+    return sum((n - 1) * st for n, st in zip(shape, strides)) + itemsize
+
+
+def as_buffer(obj: Any, device: Device | None = None) -> _core.Buffer:
+    """A device buffer for `obj` without copying: Buffer, numpy array, or torch tensor.
+
+    The buffer starts at the array's first element; the array is kept alive with it.
+    """
+    dev = get_device(device)
+    if isinstance(obj, _core.Buffer):
+        return obj
+    if isinstance(obj, np.ndarray):
+        nbytes = _extent(obj.shape, obj.strides, obj.itemsize)
+        address = obj.__array_interface__["data"][0]
+        pooled = _pool_buffer_of(obj)
+        if pooled is not None and pooled.address <= address and address + nbytes <= pooled.address + pooled.nbytes:
+            return pooled.view(address - pooled.address, nbytes)
+        if not obj.flags.writeable:
+            raise _core.InvalidArgument("read-only numpy arrays cannot be bound (kernels may write them)")
+        return dev.wrap_host(address, max(nbytes, 1), obj)
+    torch = _torch_module(obj)
+    if torch is not None:
+        return _tensor_buffer(obj, dev)
+    raise _core.InvalidArgument(
+        f"cannot pass {type(obj).__name__} as a device buffer: use a triton_mps.Buffer, numpy array or torch tensor"
+    )
+
+
+def _torch_module(obj: Any):
+    mod = type(obj).__module__
+    if not mod.startswith("torch"):
+        return None
+    import torch
+
+    return torch if isinstance(obj, torch.Tensor) else None
+
+
+def _tensor_buffer(t: Any, dev: Device) -> _core.Buffer:
+    nbytes = _extent(t.shape, [s * t.element_size() for s in t.stride()], t.element_size())
+    if t.device.type == "cpu":
+        return dev.wrap_host(t.data_ptr(), max(nbytes, 1), t)
+    if t.device.type == "mps":
+        if dev.is_simulator:
+            raise _core.InvalidArgument("an 'mps' tensor cannot be bound on the simulator; use a CPU tensor")
+        # On MPS the storage pointer is the MTLBuffer handle, not an address (platform facts).
+        storage = t.untyped_storage()
+        return dev.wrap_native(storage.data_ptr(), t.storage_offset() * t.element_size(), max(nbytes, 1))
+    raise _core.InvalidArgument(f"tensors on device '{t.device}' cannot be bound: use cpu or mps tensors")
+
+
+class Kernel:
+    """A compiled MSL kernel on one device, callable with arrays, tensors, buffers and scalars."""
+
+    def __init__(self, pipeline: _core.Pipeline, device: Device):
+        self.pipeline = pipeline
+        self.device = device
+
+    @property
+    def name(self) -> str:
+        return self.pipeline.name
+
+    @property
+    def params(self) -> list[dict]:
+        return self.pipeline.params
+
+    def __call__(
+        self,
+        *args: Any,
+        grid: Sequence[int] | int,
+        threads: Sequence[int] | int,
+        threadgroup_memory: Sequence[tuple[int, int]] = (),
+        pack_scalars_at: int = -1,
+        timed: bool = False,
+    ) -> _core.Timing | None:
+        """Dispatch `grid` threadgroups of `threads` threads; arguments in [[buffer(n)]] order."""
+        pointer_params = sorted(
+            (p for p in self.params if p["kind"] == "buffer"), key=lambda p: p["index"]
+        )
+        bound = []
+        for i, a in enumerate(args):
+            wants_buffer = i < len(pointer_params) and pointer_params[i]["is_pointer"]
+            is_array = isinstance(a, np.ndarray) and (wants_buffer or a.ndim > 0)
+            if is_array or _torch_module(a) is not None or isinstance(a, _core.Buffer):
+                bound.append(as_buffer(a, self.device))
+            elif isinstance(a, np.ndarray):  # a 0-d array for a scalar parameter
+                bound.append(a.item())
+            else:
+                bound.append(a)
+        return self.device.launch(
+            self.pipeline,
+            _dim3(grid),
+            _dim3(threads),
+            bound,
+            threadgroup_memory=list(threadgroup_memory),
+            pack_scalars_at=pack_scalars_at,
+            timed=timed,
+        )
+
+
+def _dim3(v: Sequence[int] | int) -> tuple[int, int, int]:
+    if isinstance(v, int):
+        return (v, 1, 1)
+    t = tuple(int(x) for x in v)
+    if not 1 <= len(t) <= 3:
+        raise _core.InvalidArgument(f"expected 1 to 3 dimensions, got {v!r}")
+    return t + (1,) * (3 - len(t))  # type: ignore[return-value]
+
+
+def compile_msl(
+    source: str,
+    entry: str,
+    device: Device | None = None,
+    *,
+    math_mode: str = "safe",
+    strict: bool = True,
+    macros: dict[str, str] | None = None,
+    label: str = "",
+) -> Kernel:
+    """Compile MSL source and return the kernel `entry` (cached by source, options and device)."""
+    dev = get_device(device)
+    pipeline = dev.compile(
+        source, entry, math_mode=math_mode, strict=strict, macros=list((macros or {}).items()), label=label
+    )
+    return Kernel(pipeline, dev)

@@ -1,0 +1,283 @@
+// MSL frontend: kernel signatures, binding errors, and the C++ rewrite for the simulator.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+
+#include "msl_frontend.h"
+
+using tmps::CompileError;
+using tmps::KernelDecl;
+using tmps::ParamInfo;
+using tmps::parse_kernels;
+using tmps::translate_for_simulator;
+
+namespace {
+
+// The CompileError message of parse_kernels(src), or "" if it did not throw.
+std::string parse_error(const std::string& src) {
+  try {
+    parse_kernels(src, "k.metal");
+  } catch (const CompileError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+const ParamInfo& param(const KernelDecl& k, const std::string& name) {
+  for (const ParamInfo& p : k.params)
+    if (p.name == name) return p;
+  ADD_FAILURE() << "no parameter " << name;
+  static ParamInfo none;
+  return none;
+}
+
+size_t count_lines(const std::string& s) { return std::count(s.begin(), s.end(), '\n'); }
+
+}  // namespace
+
+TEST(MslFrontend, ParsesRealisticSignature) {
+  const std::string src = R"(#include <metal_stdlib>
+using namespace metal;
+struct Params { uint n; float scale; };
+// kernel void commented_out(device float* x [[buffer(0)]]) {}
+/* kernel void also_commented(device float* x [[buffer(0)]]) {} */
+[[max_total_threads_per_threadgroup(256)]]
+kernel void add(device const float* x [[buffer(0)]],
+                const device float4 *y [[ buffer(1) ]],
+                device float* out /* odd, comment) [[buffer(7)]] */
+                    [[buffer(2)]], // a comment with ) and ,
+                constant Params& p [[buffer(3)]],
+                constant vec<float, 4>* table [[buffer(4)]],
+                threadgroup float* scratch [[threadgroup(0)]],
+                uint3 gid [[thread_position_in_grid]],
+                ushort lane [[thread_index_in_simdgroup]]) {
+  const char* s = "kernel void fake(device float* q [[buffer(9)]]) {";
+  char c = '}';
+  out[gid.x] = x[gid.x] + y[0].x * p.scale;
+}
+)";
+  auto ks = parse_kernels(src, "add.metal");
+  ASSERT_EQ(ks.size(), 1u);
+  const KernelDecl& k = ks[0];
+  EXPECT_EQ(k.name, "add");
+  EXPECT_EQ(k.line, 7u);
+  EXPECT_EQ(k.max_total_threads, 256u);
+  EXPECT_FALSE(k.needs_fibers);
+  ASSERT_EQ(k.params.size(), 8u);
+
+  const ParamInfo& x = k.params[0];
+  EXPECT_EQ(x.name, "x");
+  EXPECT_EQ(x.type, "float");
+  EXPECT_EQ(x.attribute, "buffer(0)");
+  EXPECT_EQ(x.kind, ParamInfo::Kind::Buffer);
+  EXPECT_EQ(x.space, ParamInfo::Space::Device);
+  EXPECT_TRUE(x.is_pointer);
+  EXPECT_EQ(x.index, 0u);
+  EXPECT_EQ(x.line, 7u);
+  EXPECT_EQ(x.type_size, 0u);
+
+  EXPECT_EQ(param(k, "y").type, "float4");
+  EXPECT_EQ(param(k, "y").attribute, "buffer(1)");
+  EXPECT_EQ(param(k, "y").index, 1u);
+
+  const ParamInfo& out = param(k, "out");  // attribute on the next line
+  EXPECT_EQ(out.index, 2u);
+  EXPECT_EQ(out.line, 9u);
+
+  const ParamInfo& p = param(k, "p");
+  EXPECT_EQ(p.type, "Params");
+  EXPECT_EQ(p.space, ParamInfo::Space::Constant);
+  EXPECT_FALSE(p.is_pointer);
+  EXPECT_EQ(p.index, 3u);
+
+  EXPECT_EQ(param(k, "table").type, "vec<float, 4>");
+  EXPECT_EQ(param(k, "table").space, ParamInfo::Space::Constant);
+
+  const ParamInfo& scratch = param(k, "scratch");
+  EXPECT_EQ(scratch.kind, ParamInfo::Kind::Threadgroup);
+  EXPECT_EQ(scratch.space, ParamInfo::Space::Threadgroup);
+  EXPECT_EQ(scratch.index, 0u);
+  EXPECT_EQ(scratch.attribute, "threadgroup(0)");
+
+  const ParamInfo& gid = param(k, "gid");
+  EXPECT_EQ(gid.kind, ParamInfo::Kind::Position);
+  EXPECT_EQ(gid.type, "uint3");
+  EXPECT_EQ(gid.attribute, "thread_position_in_grid");
+  EXPECT_FALSE(gid.is_pointer);
+  EXPECT_EQ(gid.space, ParamInfo::Space::Thread);
+  EXPECT_EQ(param(k, "lane").type, "ushort");
+}
+
+TEST(MslFrontend, EveryPositionAttribute) {
+  const char* attrs[] = {"thread_position_in_grid", "thread_position_in_threadgroup", "threadgroup_position_in_grid",
+                         "threads_per_threadgroup", "threadgroups_per_grid", "threads_per_grid",
+                         "thread_index_in_threadgroup", "thread_index_in_simdgroup", "thread_execution_width",
+                         "simdgroup_index_in_threadgroup", "simdgroups_per_threadgroup", "threads_per_simdgroup",
+                         "dispatch_threads_per_threadgroup", "thread_index_in_quadgroup", "quadgroup_index_in_threadgroup",
+                         "quadgroups_per_threadgroup", "grid_origin", "grid_size", "dispatch_simdgroups_per_threadgroup"};
+  std::string src = "kernel void k(device float* o [[buffer(0)]]";
+  int i = 0;
+  for (const char* a : attrs) src += ",\n  uint p" + std::to_string(i++) + " [[" + a + "]]";
+  src += ") {}\n";
+  auto ks = parse_kernels(src);
+  ASSERT_EQ(ks.size(), 1u);
+  ASSERT_EQ(ks[0].params.size(), 1u + sizeof(attrs) / sizeof(attrs[0]));
+  for (size_t k = 1; k < ks[0].params.size(); ++k) {
+    EXPECT_EQ(ks[0].params[k].kind, ParamInfo::Kind::Position);
+    EXPECT_EQ(ks[0].params[k].attribute, attrs[k - 1]);
+    EXPECT_EQ(ks[0].params[k].line, k + 1);
+  }
+}
+
+TEST(MslFrontend, KernelForms) {
+  const std::string src = R"(
+namespace ops {
+[[kernel]] void first(device float* a [[buffer(0)]]) {}
+}
+vertex float4 vs(uint vid [[vertex_id]]) { return 0; }
+fragment half4 fs(float4 pos [[position]]) { return 0; }
+[[max_total_threads_per_threadgroup(64)]] [[kernel]]
+void second(device int* b [[buffer(1)]]) {}
+#if 0
+kernel void disabled(device float* a [[buffer(99)]]) {}
+#endif
+kernel void third() {}
+)";
+  auto ks = parse_kernels(src);
+  ASSERT_EQ(ks.size(), 3u);
+  EXPECT_EQ(ks[0].name, "first");
+  EXPECT_EQ(ks[0].line, 3u);
+  EXPECT_EQ(ks[1].name, "second");
+  EXPECT_EQ(ks[1].max_total_threads, 64u);
+  EXPECT_EQ(ks[1].line, 7u);
+  EXPECT_EQ(ks[2].name, "third");
+  EXPECT_TRUE(ks[2].params.empty());
+}
+
+TEST(MslFrontend, NeedsFibers) {
+  auto with = [](const std::string& body) {
+    return parse_kernels("kernel void k(device float* a [[buffer(0)]], uint s [[simdgroup_index_in_threadgroup]]) {" + body + "}")[0]
+        .needs_fibers;
+  };
+  EXPECT_FALSE(with("a[0] = 1;"));  // the simdgroup_ attribute does not count
+  EXPECT_FALSE(with("// threadgroup_barrier(mem_flags::mem_threadgroup);\n"));
+  EXPECT_TRUE(with("threadgroup_barrier(mem_flags::mem_threadgroup);"));
+  EXPECT_TRUE(with("a[0] = simd_sum(a[0]);"));
+  EXPECT_TRUE(with("a[0] = quad_shuffle(a[0], 1);"));
+  EXPECT_TRUE(with("simdgroup_barrier(mem_flags::mem_none);"));
+  EXPECT_TRUE(parse_kernels("#define SYNC threadgroup_barrier(mem_flags::mem_threadgroup)\n"
+                            "kernel void k(device float* a [[buffer(0)]]) { SYNC; }")[0]
+                  .needs_fibers);
+}
+
+TEST(MslFrontend, Errors) {
+  std::string e = parse_error("kernel void k(device float* a [[buffer(0)]],\n  device float* b [[texture(1)]]) {}");
+  EXPECT_NE(e.find("k.metal:2: error:"), std::string::npos) << e;
+  EXPECT_NE(e.find("unknown"), std::string::npos) << e;
+  EXPECT_NE(e.find("'k'"), std::string::npos) << e;
+  EXPECT_NE(e.find("'b'"), std::string::npos) << e;
+
+  e = parse_error("\nkernel void k(device float* a [[buffer(0)]],\n\n  device float* b) {}");
+  EXPECT_NE(e.find("k.metal:4: error:"), std::string::npos) << e;
+  EXPECT_NE(e.find("missing attribute"), std::string::npos) << e;
+  EXPECT_NE(e.find("'b'"), std::string::npos) << e;
+
+  e = parse_error("kernel void k(device float* a [[buffer(31)]]) {}");
+  EXPECT_NE(e.find("k.metal:1: error:"), std::string::npos) << e;
+  EXPECT_NE(e.find("Metal allows 31 buffer bindings"), std::string::npos) << e;
+  EXPECT_EQ(parse_error("kernel void k(device float* a [[buffer(30)]]) {}"), "");
+
+  e = parse_error("kernel void k(device float* a [[buffer(2)]],\n device int* b [[buffer(2)]]) {}");
+  EXPECT_NE(e.find("k.metal:2: error:"), std::string::npos) << e;
+  EXPECT_NE(e.find("duplicate buffer index 2"), std::string::npos) << e;
+  EXPECT_NE(e.find("'a'"), std::string::npos) << e;
+
+  e = parse_error("kernel void k(threadgroup float* a [[threadgroup(0)]], threadgroup int* b [[threadgroup(0)]]) {}");
+  EXPECT_NE(e.find("duplicate threadgroup index 0"), std::string::npos) << e;
+  // Buffer and threadgroup indices are separate namespaces.
+  EXPECT_EQ(parse_error("kernel void k(device float* a [[buffer(0)]], threadgroup int* b [[threadgroup(0)]]) {}"), "");
+
+  e = parse_error("\n\ntemplate <typename T>\nkernel void k(device T* a [[buffer(0)]]) {}");
+  EXPECT_NE(e.find("k.metal:3: error: template kernels are not supported by the simulator yet"), std::string::npos) << e;
+
+  e = parse_error("kernel void k(device float* a [[buffer(0)]]) {\n /* never closed");
+  EXPECT_NE(e.find("k.metal:2: error: unterminated"), std::string::npos) << e;
+
+  e = parse_error("kernel float k(device float* a [[buffer(0)]]) { return 0; }");
+  EXPECT_NE(e.find("must return void"), std::string::npos) << e;
+
+  e = parse_error("kernel void k(float* a [[buffer(0)]]) {}");
+  EXPECT_NE(e.find("device or constant"), std::string::npos) << e;
+
+  e = parse_error("kernel void k(device uint* gid [[thread_position_in_grid]]) {}");
+  EXPECT_NE(e.find("value parameter"), std::string::npos) << e;
+
+  e = parse_error("kernel void k(device float* a [[buffer(0)]]) {}\nkernel void k(device float* a [[buffer(0)]]) {}");
+  EXPECT_NE(e.find("k.metal:2: error: kernel 'k' is defined twice"), std::string::npos) << e;
+}
+
+TEST(MslFrontend, TranslateKeepsLinesAndRewrites) {
+  const std::string src = R"(#include <metal_stdlib>
+using namespace metal;
+kernel void reduce(device const float* x [[buffer(0)]],
+                   device float* out [[buffer(1)]],
+                   threadgroup float* dyn [[threadgroup(0)]],
+                   uint tid [[thread_index_in_threadgroup]]) {
+  threadgroup float partial[256];
+  threadgroup atomic_uint counter;
+  threadgroup float4 tile[8][8], other
+      [4];
+  threadgroup float* alias = partial;
+  half h = 1.5h + 2h;
+  partial[tid] = x[tid];
+  threadgroup_barrier(mem_flags::mem_threadgroup);
+  out[0] = partial[0] + float(h);
+}
+)";
+  auto t = translate_for_simulator(src, "red.metal");
+  const std::string& cpp = t.cpp;
+  ASSERT_EQ(t.kernels.size(), 1u);
+  EXPECT_TRUE(t.kernels[0].needs_fibers);
+  EXPECT_EQ(cpp.rfind("#include <metal_stdlib>\n#line 1 \"red.metal\"\n", 0), 0u);
+  // The user's source occupies the same lines after the two prefix lines.
+  size_t body = cpp.find('\n', cpp.find('\n') + 1) + 1;
+  std::string translated = cpp.substr(body, src.size() + 400);
+  translated = translated.substr(0, translated.find("// ---- generated"));
+  EXPECT_EQ(count_lines(translated), count_lines(src) + 2);  // + the blank lines before the tail
+  auto line_of = [&](const std::string& needle) {
+    size_t at = translated.find(needle);
+    EXPECT_NE(at, std::string::npos) << needle << "\n" << translated;
+    return at == std::string::npos ? 0 : 1 + count_lines(translated.substr(0, at));
+  };
+  EXPECT_EQ(line_of("auto& partial = ::tmps_sim::threadgroup_static<float[256]>(0u, __LINE__);"), 7u);
+  EXPECT_EQ(line_of("auto& counter = ::tmps_sim::threadgroup_static<atomic_uint>(1u, __LINE__);"), 8u);
+  EXPECT_EQ(line_of("auto& tile = ::tmps_sim::threadgroup_static<float4[8][8]>(2u, __LINE__); "
+                    "auto& other = ::tmps_sim::threadgroup_static<float4[4]>(3u, __LINE__);"),
+            9u);
+  EXPECT_EQ(line_of("threadgroup float* alias = partial;"), 11u);  // pointers stay as written
+  EXPECT_EQ(line_of("half h = ((half)1.5) + ((half)2);"), 12u);
+  EXPECT_EQ(line_of("out[0] = partial[0]"), 15u);
+  // Attributes and the kernel keyword are blanked, not removed.
+  EXPECT_EQ(translated.find("[["), std::string::npos);
+  EXPECT_EQ(translated.find("kernel void"), std::string::npos);
+  EXPECT_EQ(line_of("uint tid "), 6u);
+  // The tail: entry, table, runtime pointer.
+  EXPECT_NE(cpp.find("void tmps_sim_entry_reduce(const tmps_sim_args* tmps_args, const tmps_sim_thread* tmps_thread)"), std::string::npos);
+  EXPECT_NE(cpp.find("tmps_args->threadgroup_buffers[0]"), std::string::npos);
+  EXPECT_NE(cpp.find("::tmps_sim::position<"), std::string::npos);
+  EXPECT_NE(cpp.find("tmps_thread->thread_index_in_threadgroup"), std::string::npos);
+  EXPECT_NE(cpp.find("tmps_sim_kernels["), std::string::npos);
+  EXPECT_NE(cpp.find("tmps_sim_rt"), std::string::npos);
+  EXPECT_NE(cpp.find("tmps_sim_abi_version"), std::string::npos);
+}
+
+TEST(MslFrontend, ThreadgroupInitializerIsAnError) {
+  try {
+    translate_for_simulator("kernel void k(device float* a [[buffer(0)]]) {\n  threadgroup float s = 0;\n}");
+    FAIL() << "expected CompileError";
+  } catch (const CompileError& e) {
+    EXPECT_NE(std::string(e.what()).find("kernel.metal:2: error:"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("initializer"), std::string::npos) << e.what();
+  }
+}

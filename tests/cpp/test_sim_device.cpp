@@ -1,0 +1,375 @@
+// SimDevice end to end: MSL -> frontend -> clang (zig) -> on-disk cache -> dlopen -> scheduler.
+// Needs the simulator toolchain (pip install ziglang); skipped with a message when absent.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "errors.h"
+#include "sha256.h"
+#include "sim/sim_compiler.h"
+#include "sim/sim_device.h"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+using tmps::Binding;
+using tmps::Dispatch;
+using tmps::DispatchTiming;
+using tmps::sim::SimDevice;
+
+const char* kReduceSource = R"(#include <metal_stdlib>
+using namespace metal;
+
+// Sum of each threadgroup's elements: simd_sum, then one partial per SIMD-group in
+// threadgroup memory, then simd_sum again in the first SIMD-group.
+kernel void reduce_sum(device const float* in [[buffer(0)]],
+                       device float* out [[buffer(1)]],
+                       constant uint& n [[buffer(2)]],
+                       uint gid [[thread_position_in_grid]],
+                       uint tg [[threadgroup_position_in_grid]],
+                       uint lane [[thread_index_in_simdgroup]],
+                       uint sg [[simdgroup_index_in_threadgroup]],
+                       uint nsg [[simdgroups_per_threadgroup]]) {
+  threadgroup float partial[32];
+  float v = gid < n ? in[gid] : 0.0f;
+  v = simd_sum(v);
+  if (lane == 0) partial[sg] = v;
+  threadgroup_barrier(mem_flags::mem_threadgroup);
+  if (sg == 0) {
+    float w = lane < nsg ? partial[lane] : 0.0f;
+    w = simd_sum(w);
+    if (lane == 0) out[tg] = w;
+  }
+}
+
+kernel void scale(device float* x [[buffer(0)]],
+                  constant float& factor [[buffer(1)]],
+                  uint i [[thread_position_in_grid]]) {
+  x[i] = x[i] * factor;
+}
+
+kernel void divergent(device float* x [[buffer(0)]],
+                      uint tid [[thread_index_in_threadgroup]]) {
+  if (tid < 32) {
+    threadgroup_barrier(mem_flags::mem_none);
+  }
+  x[tid] = 1.0f;
+}
+)";
+
+bool toolchain_available(std::string* why) {
+  try {
+    tmps::sim::find_toolchain();
+    tmps::sim::shim_dir();
+    return true;
+  } catch (const std::exception& e) {
+    *why = e.what();
+    return false;
+  }
+}
+
+class SimDeviceTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string why;
+    if (!toolchain_available(&why)) GTEST_SKIP() << "simulator toolchain unavailable: " << why;
+    cache_ = fs::temp_directory_path() /
+             ("tmps-simdev-" + std::to_string(::getpid()) + "-" +
+              ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(cache_);
+    fs::create_directories(cache_);
+    old_cache_ = std::getenv("TRITON_MPS_CACHE_DIR") ? std::getenv("TRITON_MPS_CACHE_DIR") : "";
+    ::setenv("TRITON_MPS_CACHE_DIR", cache_.c_str(), 1);
+  }
+  void TearDown() override {
+    if (cache_.empty()) return;
+    if (old_cache_.empty())
+      ::unsetenv("TRITON_MPS_CACHE_DIR");
+    else
+      ::setenv("TRITON_MPS_CACHE_DIR", old_cache_.c_str(), 1);
+    std::error_code ec;
+    fs::remove_all(cache_, ec);
+  }
+
+  std::vector<fs::path> cached_objects() const {
+    std::vector<fs::path> v;
+    for (const auto& e : fs::directory_iterator(cache_ / "sim"))
+      if (e.path().extension() == ".so") v.push_back(e.path());
+    return v;
+  }
+
+  fs::path cache_;
+  std::string old_cache_;
+};
+
+Binding buffer_binding(uint32_t index, std::shared_ptr<tmps::RawBuffer> b) {
+  Binding x;
+  x.kind = Binding::Kind::Buffer;
+  x.index = index;
+  x.buffer = std::move(b);
+  return x;
+}
+
+template <class T>
+Binding bytes_binding(uint32_t index, const T& v) {
+  Binding x;
+  x.kind = Binding::Kind::Bytes;
+  x.index = index;
+  x.bytes.resize(sizeof(T));
+  std::memcpy(x.bytes.data(), &v, sizeof(T));
+  return x;
+}
+
+// Runs reduce_sum over n elements (i % 13) and checks every threadgroup's sum.
+double run_reduction(SimDevice& dev, const std::shared_ptr<tmps::Pipeline>& p, uint32_t n, uint32_t tpg) {
+  const uint32_t groups = (n + tpg - 1) / tpg;
+  std::shared_ptr<tmps::RawBuffer> in = dev.new_buffer(size_t(n) * 4), out = dev.new_buffer(size_t(groups) * 4);
+  auto* x = static_cast<float*>(in->contents());
+  for (uint32_t i = 0; i < n; ++i) x[i] = float(i % 13);
+  Dispatch d;
+  d.pipeline = p;
+  d.bindings = {buffer_binding(0, in), buffer_binding(1, out), bytes_binding(2, n)};
+  d.threadgroups = {groups, 1, 1};
+  d.threads_per_group = {tpg, 1, 1};
+  auto timing = std::make_shared<DispatchTiming>();
+  auto batch = dev.new_batch();
+  batch->encode(d, timing);
+  auto t0 = std::chrono::steady_clock::now();
+  batch->commit();
+  batch->wait();
+  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_TRUE(timing->ready);
+  EXPECT_TRUE(timing->error.empty());
+  EXPECT_LE(timing->start_ns, timing->end_ns);
+  const auto* y = static_cast<const float*>(out->contents());
+  for (uint32_t g = 0; g < groups; ++g) {
+    float expect = 0;
+    for (uint32_t i = g * tpg; i < std::min(n, (g + 1) * tpg); ++i) expect += float(i % 13);
+    if (y[g] != expect) {
+      ADD_FAILURE() << "threadgroup " << g << ": " << y[g] << " != " << expect;
+      break;
+    }
+  }
+  return secs;
+}
+
+TEST(SimDeviceInfo, Reports) {
+  auto dev = tmps::make_sim_device();
+  const auto& i = dev->info();
+  EXPECT_EQ(i.name, "triton-mps simulator");
+  EXPECT_EQ(i.gpu_family, "apple9");
+  EXPECT_EQ(i.generation, 3);
+  EXPECT_EQ(i.max_threads_per_threadgroup, 1024u);
+  EXPECT_EQ(i.max_threadgroup_memory, 32768u);
+  EXPECT_EQ(i.simd_width, 32u);
+  EXPECT_EQ(i.max_buffer_bindings, 31u);
+  EXPECT_TRUE(i.unified_memory);
+  EXPECT_TRUE(i.is_simulator);
+  EXPECT_GT(i.recommended_working_set, 0u);
+  EXPECT_EQ(dev->cache_identity().rfind("sim:1:", 0), 0u) << dev->cache_identity();
+
+  auto b = dev->new_buffer(100);
+  EXPECT_EQ(b->length(), 100u);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(b->contents()) % 16384, 0u);
+  EXPECT_EQ(b->native_handle(), b->contents());
+  std::vector<char> host(64);
+  auto w = dev->wrap_host_memory(host.data(), host.size());
+  EXPECT_EQ(w->contents(), host.data());
+  EXPECT_THROW(dev->wrap_host_memory(nullptr, 16), tmps::InvalidArgument);
+}
+
+TEST_F(SimDeviceTest, BuildsAndRunsReduction) {
+  SimDevice dev;
+  tmps::CompileOptions opt;
+  auto p = dev.build_pipeline(kReduceSource, "reduce_sum", opt);
+  ASSERT_EQ(p->name(), "reduce_sum");
+  EXPECT_EQ(p->thread_execution_width(), 32u);
+  EXPECT_EQ(p->max_total_threads_per_threadgroup(), 1024u);
+  EXPECT_EQ(p->source_line(), 6u);
+  const auto& params = p->params();
+  ASSERT_GE(params.size(), 3u);
+  EXPECT_EQ(params[0].name, "in");
+  EXPECT_EQ(params[0].type_size, 4u);
+  EXPECT_EQ(params[2].name, "n");
+  EXPECT_EQ(params[2].index, 2u);
+  EXPECT_FALSE(params[2].is_pointer);
+  run_reduction(dev, p, 10000, 128);  // last threadgroup partial
+  run_reduction(dev, p, 4096, 1024);
+  EXPECT_EQ(dev.build_stats().compiled, 1u);
+}
+
+TEST_F(SimDeviceTest, DiskCacheHitInSecondDevice) {
+  tmps::CompileOptions opt;
+  {
+    SimDevice a;
+    auto p = a.build_pipeline(kReduceSource, "reduce_sum", opt);
+    EXPECT_EQ(a.build_stats().compiled, 1u);
+    // Same library while loaded: memory hit, also from another device instance.
+    SimDevice b;
+    auto q = b.build_pipeline(kReduceSource, "scale", opt);
+    EXPECT_EQ(b.build_stats().memory_hits, 1u);
+    EXPECT_EQ(b.build_stats().compiled, 0u);
+  }
+  ASSERT_EQ(cached_objects().size(), 1u);
+  SimDevice c;  // the library was unloaded: now it comes from disk
+  auto p = c.build_pipeline(kReduceSource, "reduce_sum", opt);
+  EXPECT_EQ(c.build_stats().disk_hits, 1u);
+  EXPECT_EQ(c.build_stats().compiled, 0u);
+  run_reduction(c, p, 2048, 256);
+  // Other options are another entry.
+  opt.math_mode = tmps::MathMode::Fast;
+  auto f = c.build_pipeline(kReduceSource, "reduce_sum", opt);
+  EXPECT_EQ(c.build_stats().compiled, 1u);
+  EXPECT_EQ(cached_objects().size(), 2u);
+}
+
+TEST_F(SimDeviceTest, CorruptedOrTruncatedEntriesAreRecompiled) {
+  tmps::CompileOptions opt;
+  { SimDevice a; a.build_pipeline(kReduceSource, "reduce_sum", opt); }
+  auto objs = cached_objects();
+  ASSERT_EQ(objs.size(), 1u);
+  const fs::path so = objs[0];
+  const auto full = fs::file_size(so);
+
+  // Truncated.
+  fs::resize_file(so, full / 2);
+  {
+    SimDevice b;
+    auto p = b.build_pipeline(kReduceSource, "reduce_sum", opt);
+    EXPECT_EQ(b.build_stats().compiled, 1u);
+    EXPECT_EQ(b.build_stats().rejected_entries, 1u);
+    EXPECT_EQ(fs::file_size(so), full);
+    run_reduction(b, p, 1024, 128);
+  }
+  // Same size, one byte flipped in the middle.
+  {
+    std::fstream f(so, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekg(full / 2);
+    char c = 0;
+    f.read(&c, 1);
+    c = static_cast<char>(c ^ 0x5A);
+    f.seekp(full / 2);
+    f.write(&c, 1);
+  }
+  {
+    SimDevice b;
+    auto p = b.build_pipeline(kReduceSource, "reduce_sum", opt);
+    EXPECT_EQ(b.build_stats().compiled, 1u);
+    run_reduction(b, p, 1024, 128);
+  }
+  // Garbage with a sidecar that matches it (e.g. written by a broken tool): dlopen fails
+  // and the entry is rebuilt instead of crashing.
+  {
+    std::ofstream(so, std::ios::binary | std::ios::trunc) << "not an ELF file";
+    std::ofstream(so.string() + ".meta", std::ios::binary | std::ios::trunc)
+        << "tmps-sim-meta-v1\nsize " << fs::file_size(so) << "\nsha256 " << tmps::sha256_file_hex(so.string()) << "\n";
+  }
+  {
+    SimDevice b;
+    auto p = b.build_pipeline(kReduceSource, "reduce_sum", opt);
+    EXPECT_EQ(b.build_stats().compiled, 1u);
+    EXPECT_EQ(b.build_stats().rejected_entries, 1u);
+    run_reduction(b, p, 1024, 128);
+  }
+  // Missing sidecar.
+  fs::remove(so.string() + ".meta");
+  {
+    SimDevice b;
+    b.build_pipeline(kReduceSource, "reduce_sum", opt);
+    EXPECT_EQ(b.build_stats().compiled, 1u);
+    EXPECT_TRUE(fs::exists(so.string() + ".meta"));
+  }
+}
+
+TEST_F(SimDeviceTest, MissingKernelListsKernels) {
+  SimDevice dev;
+  try {
+    dev.build_pipeline(kReduceSource, "nope", {});
+    ADD_FAILURE() << "no exception";
+  } catch (const tmps::CompileError& e) {
+    std::string m = e.what();
+    EXPECT_NE(m.find("'nope'"), std::string::npos) << m;
+    EXPECT_NE(m.find("reduce_sum"), std::string::npos) << m;
+    EXPECT_NE(m.find("scale"), std::string::npos) << m;
+  }
+}
+
+TEST_F(SimDeviceTest, BatchRunsInOrderAndReportsErrors) {
+  SimDevice dev;
+  auto scale = dev.build_pipeline(kReduceSource, "scale", {});
+  auto divergent = dev.build_pipeline(kReduceSource, "divergent", {});
+  std::shared_ptr<tmps::RawBuffer> x = dev.new_buffer(64 * 4);
+  auto* v = static_cast<float*>(x->contents());
+  for (int i = 0; i < 64; ++i) v[i] = float(i);
+  auto make = [&](float factor) {
+    Dispatch d;
+    d.pipeline = scale;
+    d.bindings = {buffer_binding(0, x), bytes_binding(1, factor)};
+    d.threadgroups = {2, 1, 1};
+    d.threads_per_group = {32, 1, 1};
+    return d;
+  };
+  {
+    auto batch = dev.new_batch();
+    batch->encode(make(2.0f), nullptr);
+    batch->encode(make(3.0f), nullptr);
+    EXPECT_EQ(batch->size(), 2u);
+    batch->commit();
+    batch->wait();
+    for (int i = 0; i < 64; ++i) ASSERT_EQ(v[i], float(i * 6));
+  }
+  {
+    // A divergent barrier fails the batch with the MSL line; later dispatches are skipped.
+    Dispatch bad;
+    bad.pipeline = divergent;
+    bad.bindings = {buffer_binding(0, x)};
+    bad.threadgroups = {1, 1, 1};
+    bad.threads_per_group = {64, 1, 1};
+    auto t1 = std::make_shared<DispatchTiming>(), t2 = std::make_shared<DispatchTiming>();
+    auto batch = dev.new_batch();
+    batch->encode(bad, t1);
+    batch->encode(make(10.0f), t2);
+    batch->commit();
+    try {
+      batch->wait();
+      ADD_FAILURE() << "no exception";
+    } catch (const tmps::DispatchError& e) {
+      std::string m = e.what();
+      EXPECT_NE(m.find("divergent barrier"), std::string::npos) << m;
+      EXPECT_NE(m.find("'divergent'"), std::string::npos) << m;
+      EXPECT_NE(m.find("line 35"), std::string::npos) << m;
+    }
+    EXPECT_TRUE(t1->ready && t2->ready);
+    EXPECT_FALSE(t2->error.empty());
+    // Threads 0-31 never got past the barrier; the x10 dispatch after the failure did not run.
+    EXPECT_EQ(v[5], float(5 * 6));
+    EXPECT_EQ(v[40], 1.0f) << "threads 32-63 of the divergent kernel ran to their end";
+  }
+  {
+    // Unbound parameter.
+    Dispatch d = make(1.0f);
+    d.bindings.pop_back();
+    auto batch = dev.new_batch();
+    batch->encode(d, nullptr);
+    batch->commit();
+    EXPECT_THROW(batch->wait(), tmps::InvalidArgument);
+  }
+}
+
+TEST_F(SimDeviceTest, PerfMillionThreadReduction) {
+  SimDevice dev;
+  auto p = dev.build_pipeline(kReduceSource, "reduce_sum", {});
+  run_reduction(dev, p, 1u << 16, 128);  // warm up
+  double t = run_reduction(dev, p, 1u << 20, 128);
+  std::printf("[perf] MSL reduce_sum (simd_sum + barrier), 1M threads at 128/threadgroup: %.3f s\n", t);
+}
+
+}  // namespace
