@@ -18,6 +18,7 @@
 #include "launcher.h"
 #include "pipeline_cache.h"
 #include "pool.h"
+#include "py_context.h"
 #include "scalar_types.h"
 #include "sim/sim_compiler.h"
 
@@ -26,68 +27,6 @@ using namespace nb::literals;
 
 namespace tmps {
 namespace {
-
-// Everything one device needs in the process: allocator, pipelines, and its stream.
-struct DeviceContext {
-  std::shared_ptr<Device> device;
-  std::shared_ptr<BufferPool> pool;
-  std::unique_ptr<PipelineCache> cache;
-  std::unique_ptr<Stream> stream;
-
-  explicit DeviceContext(std::shared_ptr<Device> d)
-      : device(std::move(d)),
-        pool(std::make_shared<BufferPool>(device, PoolConfig::from_env())),
-        cache(std::make_unique<PipelineCache>(device)),
-        stream(std::make_unique<Stream>(device)) {}
-};
-
-// A view of a device buffer: the allocation plus a byte range.
-struct BufferRef {
-  std::shared_ptr<RawBuffer> raw;
-  uint64_t offset = 0;
-  uint64_t nbytes = 0;
-  uintptr_t address() const { return reinterpret_cast<uintptr_t>(raw->contents()) + offset; }
-};
-
-// Host memory owned by a Python object (numpy array, torch CPU tensor): the wrapper keeps
-// the owner alive for as long as any dispatch or view still refers to the memory.
-class OwnedHostBuffer : public RawBuffer {
- public:
-  OwnedHostBuffer(std::unique_ptr<RawBuffer> inner, nb::object owner) : inner_(std::move(inner)), owner_(std::move(owner)) {}
-  ~OwnedHostBuffer() override {
-    // May run on a completion thread: the owner's refcount needs the GIL.
-    if (Py_IsInitialized()) {
-      nb::gil_scoped_acquire gil;
-      owner_.reset();
-    } else {
-      owner_.release();
-    }
-  }
-  void* contents() override { return inner_->contents(); }
-  size_t length() const override { return inner_->length(); }
-  void* native_handle() override { return inner_->native_handle(); }
-
- private:
-  std::unique_ptr<RawBuffer> inner_;
-  nb::object owner_;
-};
-
-struct PipelineRef {
-  std::shared_ptr<Pipeline> p;
-};
-
-struct TimingRef {
-  std::shared_ptr<DispatchTiming> t;
-};
-
-std::vector<std::shared_ptr<DeviceContext>>& contexts() {
-  static std::vector<std::shared_ptr<DeviceContext>> all;
-  static std::once_flag once;
-  std::call_once(once, [] {
-    for (auto& d : enumerate_devices()) all.push_back(std::make_shared<DeviceContext>(d));
-  });
-  return all;
-}
 
 MathMode parse_math_mode(const std::string& s) {
   if (s == "safe") return MathMode::Safe;
@@ -441,4 +380,5 @@ NB_MODULE(_core, m) {
   });
   m.def("cache_dir", &cache_dir);
   m.def("pool_size_class", &pool_size_class, "nbytes"_a);
+  bind_triton_launcher(m);
 }

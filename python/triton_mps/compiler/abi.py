@@ -1,0 +1,40 @@
+"""The contract between the TTGIR -> MSL compiler and the launcher.
+
+Every Triton program becomes one MSL `kernel` run as one threadgroup of `num_warps * 32`
+threads; the Triton grid is the grid of threadgroups. Kernel parameters, in order:
+
+- one per non-constexpr Triton argument, in signature order, bound at [[buffer(i)]] where i
+  counts those arguments: pointers as `device T* argN`, scalars as `constant T& argN`;
+  when there are more than 31 such arguments, every scalar moves into one packed struct bound
+  at `pack_scalars_at` (layout rule in csrc/launcher.h: natural alignment, in order);
+- `uint3 tmps_pid [[threadgroup_position_in_grid]]`,
+  `uint3 tmps_npid [[threadgroups_per_grid]]`,
+  `uint tmps_tid [[thread_index_in_threadgroup]]`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+
+@dataclass(frozen=True)
+class ArgInfo:
+    name: str  # Triton argument name
+    kind: str  # "pointer" or "scalar"
+    msl_type: str  # pointee type for pointers ("float", "half", ...), value type for scalars
+    binding: int  # [[buffer(binding)]]; -1 for scalars packed into the argument struct
+    signature_index: int  # position in the Triton signature (constexprs included)
+
+
+@dataclass
+class CompiledMSL:
+    msl: str
+    name: str  # entry point
+    num_warps: int
+    shared: int  # bytes of threadgroup memory the kernel declares
+    args: list[ArgInfo] = field(default_factory=list)
+    pack_scalars_at: int = -1
+
+    def to_metadata(self) -> dict:
+        """JSON-friendly form stored in Triton's kernel metadata."""
+        return {"args": [asdict(a) for a in self.args], "pack_scalars_at": self.pack_scalars_at}
