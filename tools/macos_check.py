@@ -247,15 +247,23 @@ class Unit:
     nanobind_lib: bool = False  # one of nanobind's own sources
 
 
+def module_sources(root: Path) -> set[str]:
+    """File names CMakeLists.txt compiles into the nanobind module (they need Python headers)."""
+    m = re.search(r"nanobind_add_module\(\s*_core\s+NB_STATIC([^)]*)\)", (root / "CMakeLists.txt").read_text())
+    names = {Path(tok).name for tok in m.group(1).split()} if m else set()
+    return names or {"bindings.cpp"}
+
+
 def tree_units(root: Path) -> tuple[list[Unit], list[str]]:
     """The TUs a Mac build compiles, from the tree; and CMake-listed sources that are missing."""
     csrc = root / "csrc"
+    python_tus = module_sources(root)
     units = []
     for pattern in ("*.cpp", "sim/*.cpp", "metal/*.cpp"):
         for path in sorted(csrc.glob(pattern)):
             if path.name == "no_metal.cpp":
                 continue
-            units.append(Unit(path, python=path.name == "bindings.cpp"))
+            units.append(Unit(path, python=path.name in python_tus))
     fiber = csrc / "sim" / "fiber_aarch64.S"
     if fiber.exists():
         units.append(Unit(fiber))

@@ -21,6 +21,7 @@
 #include <sstream>
 
 #include "../pipeline_cache.h"
+#include "../sha256.h"
 
 #ifdef __APPLE__
 #include <crt_externs.h>
@@ -133,13 +134,47 @@ bool is_zig(const Toolchain& t) {
   return base == "zig" || base == "zig.exe";
 }
 
+// Probing zig costs two child processes (~40 ms), paid by every new process before its first
+// cache lookup; remember the answer on disk, keyed by the binary's path, size and mtime.
+std::string probe_memo_path(const std::string& exe) {
+  struct stat st;
+  if (stat(exe.c_str(), &st) != 0) return {};
+  std::string key = exe + "|" + std::to_string(static_cast<long long>(st.st_size)) + "|" +
+                    std::to_string(static_cast<long long>(st.st_mtime));
+  try {
+    std::string dir = cache_dir() + "/toolchain";
+    mkdir(dir.c_str(), 0755);
+    return dir + "/" + sha256_hex(key) + ".txt";
+  } catch (const Error&) {
+    return {};
+  }
+}
+
 std::optional<Toolchain> zig_toolchain(const std::string& zig) {
   if (!is_executable(zig)) return std::nullopt;
-  RunResult v = run({zig, "version"});
-  RunResult cc = run({zig, "cc", "--version"});
-  if (v.status != 0 || cc.status != 0) return std::nullopt;
-  std::string zv = first_line(v.output);
-  std::string cv = clang_version(cc.output);
+  std::string memo = probe_memo_path(zig);
+  std::string zv, cv;
+  if (!memo.empty()) {
+    std::ifstream in(memo);
+    std::getline(in, zv);
+    std::getline(in, cv);
+    if (!in) zv.clear();
+  }
+  if (zv.empty() || cv.empty()) {
+    RunResult v = run({zig, "version"});
+    RunResult cc = run({zig, "cc", "--version"});
+    if (v.status != 0 || cc.status != 0) return std::nullopt;
+    zv = first_line(v.output);
+    cv = clang_version(cc.output);
+    if (!memo.empty() && !zv.empty() && !cv.empty()) {
+      std::string tmp = memo + ".tmp" + std::to_string(getpid());
+      {
+        std::ofstream out(tmp);
+        out << zv << "\n" << cv << "\n";
+      }
+      std::rename(tmp.c_str(), memo.c_str());  // atomic: readers see the old file or the whole new one
+    }
+  }
   Toolchain t;
   t.cxx = {zig, "c++"};
   t.description = "zig " + zv + " (clang " + cv + ")";
