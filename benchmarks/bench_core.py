@@ -105,7 +105,7 @@ def main() -> None:
     for size in (4 << 10, 1 << 20, 64 << 20):
         reps = 2000 if size < (1 << 20) else 200
 
-        def churn():
+        def churn(size=size, reps=reps):
             for _ in range(reps):
                 b = dev.buffer(size)
                 del b

@@ -6,7 +6,6 @@ from __future__ import annotations
 import time
 
 import numpy as np
-
 import triton_mps
 
 SOURCE = r"""

@@ -6,7 +6,6 @@ import platform
 
 import numpy as np
 import pytest
-
 import triton_mps
 
 

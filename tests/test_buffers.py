@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import poisoned
-
 import triton_mps
+from conftest import poisoned
 
 COPY = r"""
 #include <metal_stdlib>

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import poisoned
-
 import triton_mps
+from conftest import poisoned
 
 SCALE = r"""
 #include <metal_stdlib>
@@ -140,7 +139,8 @@ kernel void big(device float* y [[buffer(0)]], uint i [[thread_index_in_threadgr
 """
     k = triton_mps.compile_msl(src, "big", sim)
     y = poisoned(32, np.float32)
-    with pytest.raises((triton_mps.LimitExceeded, triton_mps.DispatchError), match=r"big.*(32768|32 KiB|threadgroup memory)"):
+    expected = (triton_mps.LimitExceeded, triton_mps.DispatchError)
+    with pytest.raises(expected, match=r"big.*(32768|32 KiB|threadgroup memory)"):
         k(y, grid=1, threads=32)
         sim.synchronize()
     run_scale_ok(sim, rng)

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import triton_mps
 from conftest import poisoned
 from test_sim_kernels import REDUCE_SIMD
-
-import triton_mps
 
 pytestmark = pytest.mark.mac
 

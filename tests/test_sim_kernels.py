@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import poisoned
-
 import triton_mps
+from conftest import poisoned
 
 REDUCE_SIMD = r"""
 #include <metal_stdlib>
@@ -282,12 +281,14 @@ using namespace metal;
 kernel void bf16_fma(device const bfloat* a [[buffer(0)]], device const bfloat* b [[buffer(1)]],
                      device bfloat* y [[buffer(2)]], device float* widened [[buffer(3)]],
                      constant float& c [[buffer(4)]], constant uint& n [[buffer(5)]],
+                     device bfloat* y_expr [[buffer(6)]],
                      uint i [[thread_position_in_grid]]) {
   if (i >= n) return;
   bfloat p = a[i] * b[i];
   bfloat r = p + bfloat(c);
   y[i] = r;
   widened[i] = float(r);
+  y_expr[i] = a[i] * b[i] + bfloat(c);  // same, in one expression: no excess precision
 }
 """
 
@@ -310,13 +311,15 @@ def test_bfloat_arithmetic(sim, rng, n):
     y = poisoned(n, np.uint16)
     wide = poisoned(n, np.float32)
     threads = 64
-    k(a, b, y, wide, c, n, grid=-(-n // threads), threads=threads)
+    y_expr = poisoned(n, np.uint16)
+    k(a, b, y, wide, c, n, y_expr, grid=-(-n // threads), threads=threads)
     sim.synchronize()
     p = _bf16_round(a32 * b32)  # exact product of two bfloats fits in float32
     ref = _bf16_round((p.astype(np.float64) + _bf16_round(np.float32([c]))[0]).astype(np.float32))
     got = (y.astype(np.uint32) << 16).view(np.float32)
     np.testing.assert_array_equal(got, ref)
     np.testing.assert_array_equal(wide, ref)
+    np.testing.assert_array_equal((y_expr.astype(np.uint32) << 16).view(np.float32), ref)
 
 
 SCAN_SHUFFLE = r"""
@@ -361,11 +364,11 @@ def test_many_launches_batched_then_synchronized(sim, rng):
     k = triton_mps.compile_msl(REDUCE_SIMD, "block_sum", sim)
     xs = [rng.standard_normal(300).astype(np.float32) for _ in range(10)]
     outs = [poisoned(2, np.float32) for _ in xs]
-    for x, o in zip(xs, outs):
+    for x, o in zip(xs, outs, strict=True):
         k(x, o, 300, grid=2, threads=256)
     sim.synchronize()
     assert sim.pending == 0
-    for x, o in zip(xs, outs):
+    for x, o in zip(xs, outs, strict=True):
         ref = np.array([x[:256].astype(np.float64).sum(), x[256:].astype(np.float64).sum()])
         np.testing.assert_allclose(o, ref, rtol=1e-5, atol=1e-5)
 

@@ -314,9 +314,10 @@ std::vector<std::string> compiler_env(const Toolchain& t) {
 }
 
 // Flags shared by the build and the strict check. Freestanding: only our shim is visible.
+// No excess precision: half and bfloat round after every operation, as on the GPU.
 void common_flags(std::vector<std::string>& a, const CompileOptions& options) {
   for (const char* f : {"-nostdinc", "-nostdinc++", "-fno-exceptions", "-fno-rtti", "-fno-threadsafe-statics", "-Xclang",
-                        "-ffloat16-excess-precision=none", "-std=c++17", "-fno-color-diagnostics", "-ferror-limit=20",
+                        "-ffloat16-excess-precision=none", "-Xclang", "-fbfloat16-excess-precision=none", "-std=c++17", "-fno-color-diagnostics", "-ferror-limit=20",
                         "-Wno-unknown-attributes", "-Wno-ignored-attributes", "-Wno-unused-command-line-argument"})
     a.push_back(f);
   for (const auto& [name, value] : options.macros) a.push_back("-D" + name + "=" + value);
@@ -380,6 +381,29 @@ std::string shim_dir() {
   return dir;
 }
 
+namespace {
+// Everything on the build command line but the file names.
+void build_flags(std::vector<std::string>& argv, const CompileOptions& options) {
+  // -nostdlib: the object needs no libc at link time (math calls resolve at dlopen from the
+  // host process); with zig it also avoids building libc stubs on a cold cache (~6 s).
+  for (const char* f : {"-shared", "-fPIC", "-O2", "-g0", "-nostdlib", "-fvisibility=hidden"}) argv.push_back(f);
+#ifdef __APPLE__
+  argv.push_back("-Wl,-undefined,dynamic_lookup");
+#endif
+  common_flags(argv, options);
+  math_flags(argv, options.math_mode);
+  for (const char* f : {"-x", "c++"}) argv.push_back(f);
+}
+}  // namespace
+
+std::string build_fingerprint(const CompileOptions& options) {
+  std::vector<std::string> argv;
+  build_flags(argv, options);
+  std::string out;
+  for (const auto& a : argv) out += a + '\n';
+  return out;
+}
+
 void compile_shared_object(const std::string& cpp, const std::string& out_path, const CompileOptions& options) {
   const Toolchain& tc = find_toolchain();
   std::string dir = dir_of(out_path);
@@ -393,15 +417,7 @@ void compile_shared_object(const std::string& cpp, const std::string& out_path, 
   write_file(src, cpp);
 
   std::vector<std::string> argv = tc.cxx;
-  // -nostdlib: the object needs no libc at link time (math calls resolve at dlopen from the
-  // host process); with zig it also avoids building libc stubs on a cold cache (~6 s).
-  for (const char* f : {"-shared", "-fPIC", "-O2", "-g0", "-nostdlib", "-fvisibility=hidden"}) argv.push_back(f);
-#ifdef __APPLE__
-  argv.push_back("-Wl,-undefined,dynamic_lookup");
-#endif
-  common_flags(argv, options);
-  math_flags(argv, options.math_mode);
-  for (const char* f : {"-x", "c++"}) argv.push_back(f);
+  build_flags(argv, options);
   argv.push_back(src);
   argv.push_back("-o");
   argv.push_back(so);

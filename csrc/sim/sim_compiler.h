@@ -29,6 +29,10 @@ void set_shim_dir(const std::string& dir);
 // in the same directory, then rename). Throws CompileError with the compiler's diagnostics.
 void compile_shared_object(const std::string& cpp, const std::string& out_path, const CompileOptions& options);
 
+// The build's command-line flags (no file names): part of the on-disk cache key, so a change
+// of flags never reuses objects built with the old ones.
+std::string build_fingerprint(const CompileOptions& options);
+
 // Strict check: compile the same C++ with device/constant/threadgroup as real address spaces
 // (-DTMPS_SIM_STRICT, syntax only). Throws CompileError ("Metal would reject ...").
 void strict_check(const std::string& cpp, const CompileOptions& options);

@@ -424,6 +424,7 @@ std::shared_ptr<Pipeline> SimDevice::build_pipeline(const std::string& source, c
   append_framed(key_text, kLibraryFormat);
   append_framed(key_text, tr.cpp);
   append_framed(key_text, options.key());
+  append_framed(key_text, build_fingerprint(options));
   append_framed(key_text, tc.version);
   append_framed(key_text, shim_hash());
   append_framed(key_text, std::to_string(TMPS_SIM_ABI_VERSION));

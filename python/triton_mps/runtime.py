@@ -84,7 +84,7 @@ def _extent(shape: Sequence[int], strides: Sequence[int], itemsize: int) -> int:
         return 0
     if any(st < 0 for st in strides):
         raise _core.InvalidArgument("arrays with negative strides cannot be passed to a kernel; copy them first")
-    return sum((n - 1) * st for n, st in zip(shape, strides)) + itemsize
+    return sum((n - 1) * st for n, st in zip(shape, strides, strict=True)) + itemsize
 
 
 def as_buffer(obj: Any, device: Device | None = None) -> _core.Buffer:
