@@ -10,6 +10,7 @@
 
 #include "device.h"
 #include "launcher.h"
+#include "memory_pressure.h"
 #include "pipeline_cache.h"
 #include "pool.h"
 
@@ -23,12 +24,24 @@ struct DeviceContext {
   std::shared_ptr<BufferPool> pool;
   std::unique_ptr<PipelineCache> cache;
   std::unique_ptr<Stream> stream;
+  // The OS asks for memory back: halve the cache on a warning, empty it when critical.
+  std::unique_ptr<MemoryPressureWatch> pressure;
 
   explicit DeviceContext(std::shared_ptr<Device> d)
       : device(std::move(d)),
         pool(std::make_shared<BufferPool>(device, PoolConfig::from_env())),
         cache(std::make_unique<PipelineCache>(device)),
-        stream(std::make_unique<Stream>(device)) {}
+        stream(std::make_unique<Stream>(device)) {
+    std::weak_ptr<BufferPool> weak = pool;
+    pressure = std::make_unique<MemoryPressureWatch>([weak](MemoryPressureWatch::Level level) {
+      if (auto p = weak.lock()) {
+        if (level == MemoryPressureWatch::Level::Critical)
+          p->empty_cache();
+        else
+          p->release_cached(p->stats().cached_bytes / 2);
+      }
+    });
+  }
 };
 
 // A view of a device buffer: the allocation plus a byte range.
