@@ -100,9 +100,6 @@ Arg to_arg(nb::handle obj, const ParamInfo* param, const std::string& kernel) {
                           nb::cast<std::string>(nb::str(obj.type().attr("__name__"))) +
                           " (pass a triton_mps buffer, numpy array or tensor)");
   }
-  std::vector<double> fvals;
-  std::vector<long long> ivals;
-  std::vector<unsigned long long> uvals;
   auto st = parse_scalar_type(param->type);
   if (!st) {
     throw InvalidArgument(where + ": cannot convert a Python value to '" + param->type +
@@ -125,38 +122,7 @@ Arg to_arg(nb::handle obj, const ParamInfo* param, const std::string& kernel) {
   a.bytes.assign(st->size(), 0);
   for (size_t i = 0; i < items.size(); ++i) {
     nb::handle v = items[i];
-    ScalarValue sv;
-    if (st->is_float()) {
-      double d = PyFloat_AsDouble(v.ptr());
-      if (d == -1.0 && PyErr_Occurred()) {
-        PyErr_Clear();
-        throw InvalidArgument(where + ": expected a number");
-      }
-      sv = ScalarValue::from_double(d);
-    } else {
-      if (PyFloat_Check(v.ptr()))
-        throw InvalidArgument(where + ": expected an integer, got float " + nb::cast<std::string>(nb::repr(v)));
-      nb::object idx = nb::steal(PyNumber_Index(v.ptr()));
-      if (!idx.is_valid()) {
-        PyErr_Clear();
-        throw InvalidArgument(where + ": expected an integer, got " +
-                              nb::cast<std::string>(nb::str(v.type().attr("__name__"))));
-      }
-      int overflow = 0;
-      long long ll = PyLong_AsLongLongAndOverflow(idx.ptr(), &overflow);
-      if (overflow > 0) {
-        unsigned long long ull = PyLong_AsUnsignedLongLong(idx.ptr());
-        if (PyErr_Occurred()) {
-          PyErr_Clear();
-          throw InvalidArgument(where + ": value " + nb::cast<std::string>(nb::repr(v)) + " does not fit");
-        }
-        sv = ScalarValue::from_unsigned(ull);
-      } else if (overflow < 0) {
-        throw InvalidArgument(where + ": value " + nb::cast<std::string>(nb::repr(v)) + " does not fit");
-      } else {
-        sv = ScalarValue::from_signed(ll);
-      }
-    }
+    ScalarValue sv = python_scalar(v, st->is_float(), where);
     std::string err = st->store(sv, a.bytes.data() + i * st->element_size);
     if (!err.empty()) throw InvalidArgument(where + ": " + err);
   }

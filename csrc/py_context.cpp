@@ -3,6 +3,37 @@
 
 namespace tmps {
 
+namespace {
+std::string type_name_of(nb::handle v) { return nb::cast<std::string>(nb::str(v.type().attr("__name__"))); }
+}  // namespace
+
+ScalarValue python_scalar(nb::handle v, bool want_float, const std::string& where) {
+  if (want_float) {
+    double d = PyFloat_AsDouble(v.ptr());
+    if (d == -1.0 && PyErr_Occurred()) {
+      PyErr_Clear();
+      throw InvalidArgument(where + " expects a number, got " + type_name_of(v));
+    }
+    return ScalarValue::from_double(d);
+  }
+  if (PyFloat_Check(v.ptr()))
+    throw InvalidArgument(where + " expects an integer, got float " + nb::cast<std::string>(nb::repr(v)));
+  nb::object idx = nb::steal(PyNumber_Index(v.ptr()));
+  if (!idx.is_valid()) {
+    PyErr_Clear();
+    throw InvalidArgument(where + " expects an integer, got " + type_name_of(v));
+  }
+  int overflow = 0;
+  long long ll = PyLong_AsLongLongAndOverflow(idx.ptr(), &overflow);
+  if (overflow == 0) return ScalarValue::from_signed(ll);
+  if (overflow > 0) {
+    unsigned long long ull = PyLong_AsUnsignedLongLong(idx.ptr());
+    if (!PyErr_Occurred()) return ScalarValue::from_unsigned(ull);
+    PyErr_Clear();
+  }
+  throw InvalidArgument(where + ": value " + nb::cast<std::string>(nb::repr(v)) + " does not fit");
+}
+
 std::vector<std::shared_ptr<DeviceContext>>& contexts() {
   static std::vector<std::shared_ptr<DeviceContext>> all;
   static std::once_flag once;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <nanobind/nanobind.h>
+#include <nanobind/stl/string.h>  // nb::cast<std::string> in every binding file
 
 #include <memory>
 #include <mutex>
@@ -13,6 +14,7 @@
 #include "memory_pressure.h"
 #include "pipeline_cache.h"
 #include "pool.h"
+#include "scalar_types.h"
 
 namespace tmps {
 
@@ -82,6 +84,11 @@ struct PipelineRef {
 struct TimingRef {
   std::shared_ptr<DispatchTiming> t;
 };
+
+// A Python number as a scalar for packing: a float for float types, an integer (any object
+// with __index__, range-checked later by ScalarType::store) otherwise. `where` names the
+// parameter and kernel; errors read "<where> expects a number/an integer, got ...".
+ScalarValue python_scalar(nb::handle v, bool want_float, const std::string& where);
 
 // Registers the Triton launch path (triton_launch.cpp) on the module.
 void bind_triton_launcher(nb::module_& m);

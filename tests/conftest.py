@@ -1,12 +1,17 @@
-"""Shared fixtures: the simulator device, fresh random data, poisoned outputs."""
+"""Shared fixtures: the simulator device and fresh random data (helpers: tmps_testing.py)."""
 
 from __future__ import annotations
 
 import platform
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
 import triton_mps
+
+# Test modules in every folder import their helpers from tests/tmps_testing.py.
+sys.path.insert(0, str(Path(__file__).parent))
 
 
 def pytest_collection_modifyitems(config, items):
@@ -29,13 +34,3 @@ def rng(request):
     request.node.user_properties.append(("seed", seed))
     print(f"seed={seed}")
     return np.random.default_rng(seed)
-
-
-def poisoned(shape, dtype) -> np.ndarray:
-    """An output array filled with a value no correct kernel writes (NaN or 0xA5 bytes)."""
-    out = np.empty(shape, dtype=dtype)
-    if np.issubdtype(out.dtype, np.floating):
-        out.fill(np.nan)
-    else:
-        out.view(np.uint8).fill(0xA5)
-    return out

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import triton_mps
-from conftest import poisoned
+from tmps_testing import poisoned
 
 SCALE = r"""
 #include <metal_stdlib>

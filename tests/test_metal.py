@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import triton_mps
-from conftest import poisoned
 from test_sim_kernels import REDUCE_SIMD
+from tmps_testing import poisoned
 
 pytestmark = pytest.mark.mac
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import triton_mps
-from conftest import poisoned
+from tmps_testing import poisoned
 
 # The demo's kernel: simd_sum, threadgroup memory, a barrier, simd_sum again.
 REDUCE_SIMD = (Path(__file__).resolve().parents[1] / "examples" / "block_sum.metal").read_text()

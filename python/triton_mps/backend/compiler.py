@@ -1,0 +1,367 @@
+"""The `mps` compiler backend: Triton's TTIR/TTGIR passes, then our TTGIR -> MSL compiler.
+
+Pipeline (one table, `PIPELINE` below; printed by `describe_pipeline()`):
+
+    ttir   Triton's target-independent passes
+    ttgir  convert to TritonGPU with target "mps:<arch>", then the TritonGPU passes that work
+           without a CUDA target. Not run: accelerate_matmul (fails off CUDA; our compiler
+           assigns its own dot layout), the software pipeliner (emits async copies that Metal
+           has no equivalent for), f32_dot_tc and all NVIDIA/AMD-specific passes.
+    msl    triton_mps.compiler.compile_ttgir: TTGIR -> MSL text (`.asm["msl"]`).
+    metal  the "binary" (`binary_ext = "metal"`): the MSL as UTF-8 bytes. Metal compiles
+           source at run time, so the driver's load_binary builds the pipeline on the device
+           through the native pipeline cache (simulator objects / Metal binary archives).
+
+Decisions:
+- Math: kernels are built in Metal's "safe" math mode always (Triton is not fast-math).
+  `enable_fp_fusion` is part of the options (and so of the cache key) but does not change the
+  math mode; whether the compiler emits explicit `fma` for fusible mul+add is the compiler's
+  business (compile_ttgir's contract has no option for it today).
+- Dot: `min_dot_size` is (1, 1, 1) for every dtype: the compiler uses 8x8 simdgroup matrices
+  where shapes allow and a general fallback otherwise, so Triton's front end need not reject
+  small dots. fp8 is not supported (`supported_fp8_dtypes = ()`), so fp8 dots are rejected up
+  front; "tf32" and "tf32x3" are accepted and computed in full fp32 (ieee).
+- Cache key: Triton's key does not cover plugin code, so `hash()` includes our version and a
+  digest of the compiler and backend sources (and whether debug dumps are on, so that turning
+  TRITON_MPS_DEBUG on recompiles and dumps).
+
+TRITON_MPS_DEBUG=1 (or TRITON_METAL_DEBUG=1): every compiled kernel's TTIR, TTGIR and MSL are
+written to <triton cache dir>/mps_debug/<kernel>-<hash>/ and the path is logged (logger
+"triton_mps", and stderr). Compiled kernels also expose `.asm["ttir"]`, `.asm["ttgir"]` and
+`.asm["msl"]` (Triton fills `asm` from the stage outputs; `asm["msl"]` is bytes because it is the
+binary stage).
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import logging
+import os
+import sys
+from dataclasses import dataclass, fields
+from pathlib import Path
+from types import ModuleType
+from typing import Any, Callable, Dict, Optional, Tuple
+
+from triton import knobs
+from triton._C.libtriton import ir, passes
+from triton.backends.compiler import BaseBackend, GPUTarget, Language
+
+log = logging.getLogger("triton_mps")
+
+DEBUG_ENV = ("TRITON_MPS_DEBUG", "TRITON_METAL_DEBUG")
+THREADS_PER_SIMDGROUP = 32  # Metal's SIMD width on Apple GPUs: Triton's "warp"
+
+
+def debug_enabled() -> bool:
+    return any(os.environ.get(v, "").strip().lower() in ("1", "true", "yes", "on") for v in DEBUG_ENV)
+
+
+@dataclass(frozen=True)
+class MPSOptions:
+    num_warps: int = 4  # simdgroups per threadgroup: num_warps * 32 threads
+    num_stages: int = 1  # accepted, not used: there is no software pipelining on Metal
+    num_ctas: int = 1
+    warp_size: int = THREADS_PER_SIMDGROUP
+    arch: Optional[str] = None  # "apple9"
+    backend_name: str = "mps"
+    debug: bool = False
+    sanitize_overflow: bool = True
+    enable_fp_fusion: bool = True
+    supported_fp8_dtypes: Tuple[str, ...] = ()
+    deprecated_fp8_dot_operand_dtypes: Tuple[str, ...] = ()
+    default_dot_input_precision: str = "ieee"
+    allowed_dot_input_precisions: Tuple[str, ...] = ("ieee", "tf32", "tf32x3")
+    max_num_imprecise_acc_default: int = 0
+    extern_libs: Any = None
+    ir_override: Optional[str] = None  # handled by Triton's compile(): a user-written .ttir/.ttgir/.msl
+    instrumentation_mode: str = ""
+    fpsan_homomorphic_casts: bool = False
+    # Knobs that kernels and tutorials pass to other backends: accepted, ignored, no error.
+    # (Triton rejects launch keywords that are not option fields, so they must exist here.)
+    maxnreg: Optional[int] = None
+    ptx_version: Optional[int] = None
+    ptx_options: Optional[str] = None
+    sched4reg: bool = False
+    enable_reflect_ftz: bool = True
+    launch_cooperative_grid: bool = False
+    launch_pdl: bool = False
+    clc: bool = False
+    min_shared_mem: Optional[int] = None
+    waves_per_eu: int = 0
+    matrix_instr_nonkdim: int = 0
+    kpack: int = 1
+    allow_flush_denorm: bool = False
+    schedule_hint: str = ""
+    instruction_sched_variant: str = "none"
+    llvm_fn_attrs: Any = ""
+    wgp_cu_mode: str = "wgp"
+    grf_mode: Optional[str] = None
+
+    def __post_init__(self):
+        libs = self.extern_libs
+        if isinstance(libs, dict):
+            object.__setattr__(self, "extern_libs", tuple(sorted(libs.items())))
+        if not isinstance(self.num_warps, int) or self.num_warps <= 0 or self.num_warps & (self.num_warps - 1):
+            raise ValueError(f"num_warps must be a power of 2, got {self.num_warps!r}")
+        if self.num_warps * THREADS_PER_SIMDGROUP > 1024:
+            raise ValueError(
+                f"num_warps={self.num_warps} means {self.num_warps * 32} threads per threadgroup; "
+                "Metal allows at most 1024 (num_warps <= 32)"
+            )
+        if self.num_ctas != 1:
+            raise ValueError(f"num_ctas={self.num_ctas}: the mps backend has no thread-block clusters; use num_ctas=1")
+
+    def hash(self) -> str:
+        key = "_".join(f"{f.name}-{getattr(self, f.name)}" for f in sorted(fields(self), key=lambda f: f.name))
+        return hashlib.sha256(key.encode("utf-8")).hexdigest()
+
+
+# ---- the pipeline ----------------------------------------------------------------------------
+
+def _optional(group: ModuleType, name: str) -> Optional[Callable]:
+    """A pass that only some Triton releases have (None when absent)."""
+    return getattr(group, name, None)
+
+
+# (name, add(pm, options, target_name)); None entries are passes this Triton does not have.
+TTIR_PASSES: list[tuple[str, Optional[Callable]]] = [
+    ("inliner", lambda pm, o, t: passes.common.add_inliner(pm)),
+    ("rewrite_tensor_pointer", _optional(passes.ttir, "add_rewrite_tensor_pointer") and
+     (lambda pm, o, t: passes.ttir.add_rewrite_tensor_pointer(pm))),
+    ("rewrite_tensor_descriptor_to_pointer", _optional(passes.ttir, "add_rewrite_tensor_descriptor_to_pointer") and
+     (lambda pm, o, t: passes.ttir.add_rewrite_tensor_descriptor_to_pointer(pm))),
+    ("canonicalize", lambda pm, o, t: passes.common.add_canonicalizer(pm)),
+    ("combine", lambda pm, o, t: passes.ttir.add_combine(pm)),
+    ("reorder_broadcast", lambda pm, o, t: passes.ttir.add_reorder_broadcast(pm)),
+    ("cse", lambda pm, o, t: passes.common.add_cse(pm)),
+    ("symbol_dce", lambda pm, o, t: passes.common.add_symbol_dce(pm)),
+    ("loop_unroll", lambda pm, o, t: passes.ttir.add_loop_unroll(pm)),
+]
+
+TTGIR_PASSES: list[tuple[str, Optional[Callable]]] = [
+    ("convert_to_ttgpuir", lambda pm, o, t: passes.ttir.add_convert_to_ttgpuir(
+        pm, t, o.num_warps, THREADS_PER_SIMDGROUP, o.num_ctas)),
+    ("coalesce", lambda pm, o, t: passes.ttgpuir.add_coalesce(pm)),
+    ("remove_layout_conversions", lambda pm, o, t: passes.ttgpuir.add_remove_layout_conversions(pm)),
+    ("optimize_thread_locality", lambda pm, o, t: passes.ttgpuir.add_optimize_thread_locality(pm)),
+    ("remove_layout_conversions", lambda pm, o, t: passes.ttgpuir.add_remove_layout_conversions(pm)),
+    ("triton_licm", lambda pm, o, t: passes.ttir.add_triton_licm(pm)),
+    ("canonicalize", lambda pm, o, t: passes.common.add_canonicalizer(pm)),
+    ("loop_aware_cse", lambda pm, o, t: passes.ttir.add_loop_aware_cse(pm)),
+    ("reduce_data_duplication", lambda pm, o, t: passes.ttgpuir.add_reduce_data_duplication(pm)),
+    ("reorder_instructions", lambda pm, o, t: passes.ttgpuir.add_reorder_instructions(pm)),
+    ("cse", lambda pm, o, t: passes.common.add_cse(pm)),
+    ("symbol_dce", lambda pm, o, t: passes.common.add_symbol_dce(pm)),
+    ("canonicalize", lambda pm, o, t: passes.common.add_canonicalizer(pm)),
+]
+
+# Stage name -> what runs in it. add_stages() installs exactly these, in this order.
+PIPELINE: dict[str, Any] = {
+    "ttir": TTIR_PASSES,
+    "ttgir": TTGIR_PASSES,
+    "msl": "triton_mps.compiler.compile_ttgir",
+    "metal": "MSL bytes, built into a pipeline by the driver's load_binary",
+}
+
+
+def describe_pipeline() -> str:
+    lines = []
+    for stage, what in PIPELINE.items():
+        if isinstance(what, list):
+            names = [n for n, add in what if add is not None]
+            lines.append(f"{stage}: " + ", ".join(names))
+        else:
+            lines.append(f"{stage}: {what}")
+    return "\n".join(lines)
+
+
+def _run_passes(mod, table, options, target_name: str, label: str):
+    pm = ir.pass_manager(mod.context)
+    pm.enable_debug()  # honours MLIR_ENABLE_DUMP like the other backends
+    for _, add in table:
+        if add is not None:
+            add(pm, options, target_name)
+    pm.run(mod, label)
+    return mod
+
+
+# ---- source digest for the cache key ---------------------------------------------------------
+
+PACKAGE_DIR = Path(__file__).resolve().parent.parent  # python/triton_mps
+# Globs under PACKAGE_DIR whose contents decide what we emit.
+HASHED_SOURCES = ("compiler/**/*.py", "backend/*.py")
+
+
+@functools.lru_cache(maxsize=None)
+def sources_digest(root: Path, patterns: Tuple[str, ...] = HASHED_SOURCES) -> str:
+    """sha256 over the relative paths and contents of the files matching `patterns` under `root`."""
+    h = hashlib.sha256()
+    for pattern in patterns:
+        for path in sorted(root.glob(pattern)):
+            if path.is_file() and "__pycache__" not in path.parts:
+                h.update(path.relative_to(root).as_posix().encode())
+                h.update(b"\0")
+                h.update(path.read_bytes())
+                h.update(b"\0")
+    return h.hexdigest()
+
+
+# ---- the kernel's Triton signature ---------------------------------------------------------
+
+_IR_TO_TRITON_TYPE = {"f16": "fp16", "bf16": "bf16", "f32": "fp32", "f64": "fp64"}
+
+
+def _triton_type(ir_type: str) -> str:
+    ptr = ir_type.startswith("*")
+    base = ir_type[1:] if ptr else ir_type
+    base = _IR_TO_TRITON_TYPE.get(base, base)
+    return ("*" if ptr else "") + base
+
+
+def _compile_source():
+    """The ASTSource/IRSource that triton.compiler.compile() is compiling, if we are inside it.
+
+    Stages only receive the IR module, which no longer carries constexpr parameters; but the
+    compiler's contract wants the Triton signature (constexprs included) and constants to map
+    arguments back to Triton positions. compile() holds them in its local `src`.
+    """
+    frame = sys._getframe(1)
+    while frame is not None:
+        if frame.f_code.co_name == "compile" and frame.f_globals.get("__name__") == "triton.compiler.compiler":
+            return frame.f_locals.get("src")
+        frame = frame.f_back
+    return None
+
+
+def _signature_of(src, mod) -> tuple[dict, dict]:
+    if src is not None and isinstance(getattr(src, "signature", None), dict):
+        constants = dict(getattr(src, "constants", {}) or {})
+        return dict(src.signature), constants
+    # No source (a stage run by hand): the module's own parameters, constexprs already gone.
+    name = mod.get_entry_func_name()
+    types = mod.get_function_signature(mod.get_function(name))
+    return {f"arg{i}": _triton_type(t) for i, t in enumerate(types)}, {}
+
+
+# ---- debug dumps ---------------------------------------------------------------------------
+
+def debug_dir(name: str, hash_: str) -> Path:
+    return Path(knobs.cache.dir) / "mps_debug" / f"{name}-{hash_[:16]}"
+
+
+def _write_debug(name: str, hash_: str, texts: dict[str, str]) -> Path:
+    folder = debug_dir(name, hash_)
+    folder.mkdir(parents=True, exist_ok=True)
+    for ext, text in texts.items():
+        (folder / f"{name}.{ext}").write_text(text)
+    message = f"triton-mps: wrote {', '.join(sorted(texts))} of kernel '{name}' to {folder}"
+    log.info(message)
+    print(message, file=sys.stderr)
+    return folder
+
+
+# ---- the backend -----------------------------------------------------------------------------
+
+def min_dot_size(target: GPUTarget):
+    def check(lhs_type, rhs_type) -> Tuple[int, int, int]:  # (m, n, k)
+        return (1, 1, 1)  # any shape: simdgroup 8x8 where it fits, a general fallback otherwise
+
+    return check
+
+
+class MPSBackend(BaseBackend):
+    binary_ext = "metal"
+
+    @staticmethod
+    def supports_target(target: GPUTarget):
+        return target.backend == "mps"
+
+    def __init__(self, target: GPUTarget) -> None:
+        super().__init__(target)
+        self.binary_ext = "metal"
+
+    @property
+    def arch_name(self) -> str:
+        arch = self.target.arch
+        return arch if isinstance(arch, str) and arch.startswith("apple") else f"apple{arch}"
+
+    def hash(self) -> str:
+        from .. import __version__
+
+        return f"triton-mps-{__version__}-{sources_digest(PACKAGE_DIR)}-debug{int(debug_enabled())}-{self.target.arch}"
+
+    def parse_options(self, opts: dict) -> MPSOptions:
+        names = MPSOptions.__dataclass_fields__.keys()
+        args = {"arch": self.arch_name}
+        args.update({k: v for k, v in opts.items() if k in names and v is not None})
+        args["enable_fp_fusion"] = knobs.language.fp_fusion_enabled(args.get("enable_fp_fusion"))
+        # What the target supports is ours to say, not the caller's.
+        for fixed in ("supported_fp8_dtypes", "allowed_dot_input_precisions", "default_dot_input_precision",
+                      "max_num_imprecise_acc_default", "backend_name", "warp_size"):
+            args.pop(fixed, None)
+        return MPSOptions(**args)
+
+    def pack_metadata(self, metadata):
+        return (metadata.num_warps, metadata.num_ctas, metadata.shared)
+
+    def get_codegen_implementation(self, options):
+        return {"min_dot_size": min_dot_size(self.target)}
+
+    def get_module_map(self) -> Dict[str, ModuleType]:
+        return {}
+
+    def load_dialects(self, ctx):
+        pass  # Triton's own dialects are all we read
+
+    def target_name(self, options) -> str:
+        return f"mps:{options.arch}"
+
+    def add_stages(self, stages, options, language):
+        if language != Language.TRITON:
+            raise NotImplementedError("the mps backend compiles Triton kernels; Gluon is not supported")
+        src = _compile_source()
+        texts: dict[str, str] = {}  # stage outputs of this compilation, for the debug dump
+        target_name = self.target_name(options)
+
+        def make_ttir(mod, metadata):
+            _run_passes(mod, PIPELINE["ttir"], options, target_name, "make_ttir")
+            texts["ttir"] = str(mod)
+            return mod
+
+        def make_ttgir(mod, metadata):
+            _run_passes(mod, PIPELINE["ttgir"], options, target_name, "make_ttgir")
+            texts["ttgir"] = str(mod)
+            return mod
+
+        def make_msl(mod, metadata):
+            from .. import compiler as msl_compiler  # the lead's TTGIR -> MSL compiler
+
+            signature, constants = _signature_of(src, mod)
+            kernel_name = mod.get_entry_func_name()
+            compiled = msl_compiler.compile_ttgir(
+                mod, num_warps=options.num_warps, signature=signature, constants=constants, kernel_name=kernel_name
+            )
+            if compiled.num_warps != options.num_warps:
+                raise RuntimeError(
+                    f"kernel '{kernel_name}': the MSL compiler produced num_warps={compiled.num_warps}, "
+                    f"asked for {options.num_warps}"
+                )
+            metadata["name"] = compiled.name
+            metadata["shared"] = compiled.shared
+            metadata["tmps_args"] = compiled.to_metadata()
+            texts["msl"] = compiled.msl
+            if debug_enabled():
+                metadata["tmps_debug_dir"] = str(_write_debug(compiled.name, metadata["hash"], texts))
+            return compiled.msl
+
+        def make_metal(src_msl, metadata):
+            return src_msl.encode("utf-8")
+
+        stages["ttir"] = make_ttir
+        stages["ttgir"] = make_ttgir
+        stages["msl"] = make_msl
+        stages["metal"] = make_metal
+        if knobs.runtime.add_stages_inspection_hook is not None:
+            knobs.runtime.add_stages_inspection_hook(self, stages, options, language, None)

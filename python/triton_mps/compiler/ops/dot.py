@@ -1,0 +1,455 @@
+"""tt.dot: D = A @ B + C on one program's blocks.
+
+Triton's accelerate-matmul pass does not run for our target, so A and B arrive in
+`#ttg.dot_op<{opIdx = 0/1, parent = #blocked}>` layouts and C/D in the blocked parent. Two
+lowerings, chosen per op:
+
+- simdgroup_matrix (rank 2, M, N, K multiples of 8, float inputs; taken when an 8-deep K chunk
+  of A and B and an 8-row band of D fit in 32 KiB of float scratch): A and B are written to
+  threadgroup memory widened to float (so every load and multiply-accumulate is
+  float x float -> float: no mixed-type simdgroup ops, and fp16/bf16 products are exact in
+  fp32), K chunks at a time when the whole K does not fit; each SIMD-group keeps a rectangle of
+  8x8 accumulator tiles in simdgroup registers over all of K, then stores them to threadgroup
+  memory (in row bands when M x N floats do not fit) and every thread reads the elements of its
+  D registers and adds its C registers. A and B are staged from before their conversion to the
+  dot-operand layouts when possible (each element written once, not once per replica). The lane layout of simdgroup matrices is never
+  relied on: data moves only through simdgroup_load/simdgroup_store.
+- FMA: each thread computes its own D registers. When the operand layouts put every A(m, k) and
+  B(k, n) that a D(m, n) register needs into the same thread (lane and warp parts agree, checked
+  at compile time), registers are matched at compile time; otherwise A and B go through
+  threadgroup memory first (never silently wrong).
+
+Numerics: fp32/fp16/bf16 inputs multiply and accumulate in fp32 (inputs widened first);
+input_precision "ieee", "tf32", "tf32x3" are all computed as exact fp32 products (no tf32
+rounding). max_num_imprecise_acc is ignored. int8 inputs are read as signed and accumulate in
+int32 with wrap-around. The sum is rounded once to the result type (out_dtype) at the end.
+
+TRITON_MPS_DOT=fma|simdgroup|auto (default auto) forces a path (simdgroup only where it applies).
+"""
+
+from __future__ import annotations
+
+import os
+from contextlib import nullcontext
+
+from ..ir import Op, Value
+from ..layout import Layout
+from ..lowering import LoweringContext, lowers
+from ..types import ScalarType, elem_of
+
+ENV = "TRITON_MPS_DOT"
+SCRATCH_LIMIT = 32 * 1024  # Metal's threadgroup memory per threadgroup
+_FLOAT_IN = ("f16", "bf16", "f32")
+_INT_IN = ("i8",)
+
+
+def dot_mode() -> str:
+    mode = os.environ.get(ENV, "auto").strip().lower() or "auto"
+    if mode not in ("auto", "fma", "simdgroup"):
+        raise ValueError(f"{ENV}={mode!r}: expected fma, simdgroup or auto")
+    return mode
+
+
+@lowers("tt.dot")
+def dot(ctx: LoweringContext, op: Op):
+    if len(op.operands) < 3:
+        ctx.error(op, "tt.dot without an accumulator operand")
+    a, b, c = op.operands[:3]
+    d = op.results[0]
+    ta, tb, tc, td = (elem_of(v.type) for v in (a, b, c, d))
+    for t in (ta, tb, tc, td):
+        if not isinstance(t, ScalarType):
+            ctx.error(op, f"dot of {t} is not supported")
+    if ta.name != tb.name:
+        ctx.error(op, f"dot operands of different types ({ta} x {tb}) are not supported")
+    if ta.name in _FLOAT_IN:
+        if not td.is_float or td.name not in _FLOAT_IN:
+            ctx.error(op, f"dot of {ta} inputs into {td} is not supported (use a float accumulator)")
+        is_int = False
+    elif ta.name in _INT_IN:
+        if td.is_float:
+            ctx.error(op, f"dot of {ta} inputs into {td} is not supported (use an int32 accumulator)")
+        is_int = True
+    else:
+        ctx.error(op, f"dot of {ta} inputs is not supported by the Metal backend "
+                      "(fp32, fp16, bf16 and int8 are)")
+    if tc.name != td.name:
+        ctx.error(op, f"dot accumulator {tc} differs from the result type {td}")
+    la, lb, lc, ld = (ctx.layout(v) for v in (a, b, c, d))
+    if not lc.same_as(ld):
+        ctx.error(op, "dot accumulator and result have different layouts")
+    rank = lc.rank
+    if rank not in (2, 3):
+        ctx.error(op, f"dot of rank-{rank} tensors is not supported")
+    K = la.shape[-1]
+    if lb.shape[-2] != K or la.shape[-2] != lc.shape[-2] or lb.shape[-1] != lc.shape[-1] \
+            or la.shape[:-2] != lc.shape[:-2] or lb.shape[:-2] != lc.shape[:-2]:
+        ctx.error(op, f"dot shapes do not agree: {la.shape} x {lb.shape} -> {lc.shape}")
+    try:
+        mode = dot_mode()
+    except ValueError as exc:
+        ctx.error(op, str(exc))
+
+    M, N = lc.shape[-2], lc.shape[-1]
+    desc = f"tt.dot {'x'.join(map(str, lc.shape[:-2] + (M, N, K)))} ({ta} x {tb} -> {td})"
+    if mode != "fma" and _simdgroup_ok(rank, M, N, K, is_int):
+        _lower_simdgroup(ctx, a, b, c, d, M, N, K, desc)
+        return
+    plan = _register_plan(la, lb, lc, K)
+    if plan is not None:
+        _lower_fma_registers(ctx, a, b, c, d, plan, is_int, desc)
+    else:
+        _lower_fma_scratch(ctx, a, b, c, d, K, is_int, desc)
+
+
+# ---- shared helpers ---------------------------------------------------------------------------
+def _simdgroup_plan(M: int, N: int, K: int) -> tuple[int, int] | None:
+    """(KC, RB): A and B are staged KC columns/rows of K at a time ((M + N) * KC floats) and D
+    is read back RB rows at a time (RB * N floats), both within SCRATCH_LIMIT; the largest
+    chunks that fit (fewest barriers). None when not even 8 fits."""
+    kc = K
+    while kc >= 8 and (kc % 8 or K % kc or (M + N) * kc * 4 > SCRATCH_LIMIT):
+        kc -= 8
+    rb = M
+    while rb >= 8 and (rb % 8 or M % rb or rb * N * 4 > SCRATCH_LIMIT):
+        rb -= 8
+    if kc < 8 or rb < 8:
+        return None
+    return kc, rb
+
+
+def _simdgroup_ok(rank: int, M: int, N: int, K: int, is_int: bool) -> bool:
+    return (rank == 2 and not is_int and M % 8 == 0 and N % 8 == 0 and K % 8 == 0
+            and _simdgroup_plan(M, N, K) is not None)
+
+
+def _wide(ctx: LoweringContext, v: Value, r: int, is_int: bool) -> str:
+    x = ctx.expr(v, r)
+    if is_int:
+        return f"(int){x}"
+    return x if elem_of(v.type).name == "f32" else f"(float){x}"
+
+
+def _row_major(shape, coords: list[str]) -> str:
+    terms, stride = [], 1
+    for dd in reversed(range(len(shape))):
+        terms.append(coords[dd] if stride == 1 else f"({coords[dd]}) * {stride}u")
+        stride *= shape[dd]
+    return " + ".join(reversed(terms)) if terms else "0u"
+
+
+def _stage(ctx: LoweringContext, v: Value, buf: str, base: int, is_int: bool) -> None:
+    """Owners of v's elements write them, widened, at base + row-major index in buf."""
+    lay = ctx.layout(v)
+    e = ctx.e
+
+    def body():
+        for r in lay.owned_regs():
+            idx = _row_major(lay.shape, ctx.coord(lay, r))
+            e.line(f"{buf}[{f'{base}u + ' if base else ''}{idx}] = {_wide(ctx, v, r, is_int)};")
+
+    owner = ctx.owner_predicate(lay)
+    if owner:
+        with e.block(f"if ({owner})"):
+            body()
+    else:
+        body()
+
+
+def _result(td: ScalarType, x: str, is_int: bool) -> str:
+    """The float/int sum rounded once to the result type."""
+    if is_int:
+        return x if td.name == "i32" else f"({td.msl()}){x}"
+    return x if td.name == "f32" else f"({td.msl()})({x})"
+
+
+def _define_result(ctx: LoweringContext, d: Value, lay: Layout, own_expr) -> None:
+    """Define d's registers; registers that duplicate a lower one (zero register basis) copy
+    its value instead of computing it again."""
+    dup = lay.reg_dup_mask
+    if not dup:
+        ctx.define(d, own_expr, hint=ctx.hint(d, "dot"))
+        return
+    owned = {r: own_expr(r) for r in range(lay.num_regs) if not (r & dup)}
+    ctx.define(d, lambda r: owned[r & ~dup], hint=ctx.hint(d, "dot"))
+
+
+# ---- FMA, registers matched at compile time ---------------------------------------------------
+def _proj_a(cc: tuple, k: int) -> tuple:
+    return cc[:-1] + (k,)  # (.., m, n) -> (.., m, k)
+
+
+def _proj_b(cc: tuple, k: int) -> tuple:
+    return cc[:-2] + (k, cc[-1])  # (.., m, n) -> (.., k, n)
+
+
+def _thread_parts_agree(src: Layout, dst: Layout, proj) -> bool:
+    for sb, db in ((src.lane_bases, dst.lane_bases), (src.warp_bases, dst.warp_bases)):
+        zero = (0,) * src.rank
+        for i in range(max(len(sb), len(db))):
+            s = tuple(sb[i]) if i < len(sb) else zero
+            t = proj(tuple(db[i]), 0) if i < len(db) else zero
+            if s != t:
+                return False
+    return True
+
+
+def _register_plan(la: Layout, lb: Layout, lc: Layout, K: int):
+    """For each C register, the (A register, B register) pairs over k in order, or None when
+    some operand element lives in another thread."""
+    if not (_thread_parts_agree(la, lc, _proj_a) and _thread_parts_agree(lb, lc, _proj_b)):
+        return None
+    plan = []
+    for r in range(lc.num_regs):
+        cc = lc.reg_coord(r)
+        pairs = []
+        for k in range(K):
+            ra = la.find_register(_proj_a(cc, k))
+            rb = lb.find_register(_proj_b(cc, k))
+            if ra is None or rb is None:
+                return None
+            pairs.append((ra, rb))
+        plan.append(pairs)
+    return plan
+
+
+def _lower_fma_registers(ctx: LoweringContext, a, b, c, d, plan, is_int: bool, desc: str) -> None:
+    e = ctx.e
+    lc = ctx.layout(c)
+    td = elem_of(d.type)
+    e.comment(f"{desc}: FMA from registers")
+    base = e.fresh("dacc")
+    acc_t = "int" if is_int else "float"
+    # Widen each operand register once (half/bfloat/char -> float/int).
+    wa, wb = {}, {}
+    for v, used, out, tag in ((a, {p[0] for ps in plan for p in ps}, wa, "wa"),
+                              (b, {p[1] for ps in plan for p in ps}, wb, "wb")):
+        native = not is_int and elem_of(v.type).name == "f32"
+        for r in sorted(used):
+            if native:
+                out[r] = ctx.expr(v, r)
+            else:
+                nm = f"{base}_{tag}{r}"
+                e.line(f"{acc_t} {nm} = {_wide(ctx, v, r, is_int)};")
+                out[r] = nm
+    owned = [r for r in range(lc.num_regs) if not (r & lc.reg_dup_mask)]
+    for r in owned:
+        init = _wide(ctx, c, r, is_int)
+        e.line(f"{acc_t} {base}_{r} = {init};")
+    K = len(plan[0]) if plan else 0
+    for k in range(K):  # k outer: independent accumulators between dependent steps
+        for r in owned:
+            ra, rb = plan[r][k]
+            acc = f"{base}_{r}"
+            if is_int:
+                e.line(f"{acc} = (int)((uint){acc} + (uint)({wa[ra]} * {wb[rb]}));")
+            else:
+                e.line(f"{acc} = fma({wa[ra]}, {wb[rb]}, {acc});")
+    _define_result(ctx, d, lc, lambda r: _result(td, f"{base}_{r}", is_int))
+
+
+# ---- FMA, operands through threadgroup memory --------------------------------------------------
+def _lower_fma_scratch(ctx: LoweringContext, a, b, c, d, K: int, is_int: bool, desc: str) -> None:
+    e = ctx.e
+    la, lb, lc = ctx.layout(a), ctx.layout(b), ctx.layout(c)
+    td = elem_of(d.type)
+    na, nb = _numel(la.shape), _numel(lb.shape)
+    acc_t = "int" if is_int else "float"
+    if (na + nb) * 4 > SCRATCH_LIMIT:
+        ctx.error(None, f"{desc}: operands are spread over threads in a way this backend can only "
+                        f"handle through threadgroup memory, and they need {(na + nb) * 4} bytes "
+                        f"(limit {SCRATCH_LIMIT})")
+    buf = ctx.scratch((na + nb) * 4, acc_t)
+    e.comment(f"{desc}: FMA with operands through threadgroup memory")
+    ctx.barrier()
+    _stage(ctx, a, buf, 0, is_int)
+    _stage(ctx, b, buf, na, is_int)
+    ctx.barrier()
+    base = e.fresh("dacc")
+    N = lc.shape[-1]
+    kv = e.fresh("k")
+    owned = [r for r in range(lc.num_regs) if not (r & lc.reg_dup_mask)]
+    for r in owned:
+        cs = ctx.coord(lc, r)
+        batch = cs[:-2]
+        a_row = _row_major(la.shape, batch + [cs[-2], "0u"])
+        b_col = _row_major(lb.shape, batch + ["0u", cs[-1]])
+        acc = f"{base}_{r}"
+        e.line(f"{acc_t} {acc} = {_wide(ctx, c, r, is_int)};")
+        with e.block(f"for (uint {kv} = 0u; {kv} < {K}u; ++{kv})"):
+            x = f"{buf}[{a_row} + {kv}]"
+            y = f"{buf}[{na}u + {b_col} + {kv} * {N}u]"
+            if is_int:
+                e.line(f"{acc} = (int)((uint){acc} + (uint)({x} * {y}));")
+            else:
+                e.line(f"{acc} = fma({x}, {y}, {acc});")
+    _define_result(ctx, d, lc, lambda r: _result(td, f"{base}_{r}", is_int))
+
+
+def _numel(shape) -> int:
+    n = 1
+    for s in shape:
+        n *= s
+    return n
+
+
+# ---- simdgroup_matrix 8x8 ---------------------------------------------------------------------
+def _warp_grid(TM: int, TN: int, W: int) -> tuple[int, int]:
+    """SIMD-groups as a WM x WN grid over the TM x TN output tiles (WM | TM, WN | TN, WM*WN <= W):
+    the most SIMD-groups in use, then the fewest tile loads per K step."""
+    best = None
+    wm = 1
+    while wm <= W:
+        wn = 1
+        while wm * wn <= W:
+            if TM % wm == 0 and TN % wn == 0:
+                pm, pn = TM // wm, TN // wn
+                key = (pm * pn, pm + pn)
+                if best is None or key < best[0]:
+                    best = (key, wm, wn)
+            wn *= 2
+        wm *= 2
+    return best[1], best[2]
+
+
+def _static_dim(lay: Layout, d: int) -> bool:
+    """True when coordinate d of every register is compile-time (no lane/warp part)."""
+    return not any(bb[d] for bb in lay.lane_bases) and not any(bb[d] for bb in lay.warp_bases)
+
+
+def _stage_chunk(ctx: LoweringContext, v: Value, buf: str, base: int, kdim: int, k0: int, kc: int) -> None:
+    """Owners write v's elements whose coordinate along kdim is in [k0, k0 + kc), widened to
+    float, at base + row-major index in the (kc along kdim) chunk."""
+    lay = ctx.layout(v)
+    e = ctx.e
+    static = _static_dim(lay, kdim)
+    shape = list(lay.shape)
+    shape[kdim] = kc
+
+    def body():
+        for r in lay.owned_regs():
+            cs = ctx.coord(lay, r)
+            if static:
+                k = lay.reg_coord(r)[kdim]
+                if not k0 <= k < k0 + kc:
+                    continue
+                cs[kdim] = f"{k - k0}u"
+                guard = None
+            else:
+                cs[kdim] = f"(({cs[kdim]}) - {k0}u)"
+                guard = f"{cs[kdim]} < {kc}u"  # unsigned: also false below k0
+            line = f"{buf}[{f'{base}u + ' if base else ''}{_row_major(shape, cs)}] = {_wide(ctx, v, r, False)};"
+            e.line(f"if ({guard}) {line}" if guard else line)
+
+    owner = ctx.owner_predicate(lay)
+    if owner:
+        with e.block(f"if ({owner})"):
+            body()
+    else:
+        body()
+
+
+def _pre_conversion(ctx: LoweringContext, v: Value) -> Value:
+    """The same tensor before its conversion to the dot-operand layout, when that is a
+    convert_layout or a local_alloc/local_load pair of a distributed tensor: staging it from
+    there writes each element once (dot-operand layouts replicate A across the N lanes and B
+    across the M lanes). Falls back to v itself."""
+    op = v.owner
+    src = None
+    if op is not None and op.name == "ttg.convert_layout":
+        src = op.operands[0]
+    elif op is not None and op.name == "ttg.local_load" and op.operands[0].owner is not None:
+        alloc = op.operands[0].owner
+        if alloc.name == "ttg.local_alloc" and alloc.operands:
+            src = alloc.operands[0]
+    if src is None or src.layout is None or src.id not in ctx.names or src.type.shape != v.type.shape \
+            or elem_of(src.type) != elem_of(v.type):
+        return v
+    return src
+
+
+def _lower_simdgroup(ctx: LoweringContext, a, b, c, d, M: int, N: int, K: int, desc: str) -> None:
+    e = ctx.e
+    a, b = _pre_conversion(ctx, a), _pre_conversion(ctx, b)
+    lc = ctx.layout(c)
+    td = elem_of(d.type)
+    W = ctx.num_warps
+    TM, TN = M // 8, N // 8
+    WM, WN = _warp_grid(TM, TN, W)
+    PM, PN = TM // WM, TN // WN
+    KC, RB = _simdgroup_plan(M, N, K)
+    buf = ctx.scratch(max((M + N) * KC, RB * N) * 4, "float")
+    e.comment(f"{desc}: simdgroup_matrix 8x8, SIMD-groups {WM}x{WN}, {PM}x{PN} tiles each, "
+              f"K staged {KC} at a time, D read back {RB} rows at a time")
+    p = e.fresh("mm")
+    e.line(f"uint {p}_m = (tmps_warp / {WN}u) * {PM * 8}u;")
+    e.line(f"uint {p}_n = (tmps_warp % {WN}u) * {PN * 8}u;")
+    accs = [[f"{p}_acc{i}_{j}" for j in range(PN)] for i in range(PM)]
+    for row in accs:
+        for acc in row:
+            e.line(f"simdgroup_float8x8 {acc} = make_filled_simdgroup_matrix<float, 8, 8>(0.0f);")
+    # SIMD-groups beyond the WM x WN grid have no tiles; the condition is uniform per SIMD-group,
+    # so every simdgroup_* call still runs on all 32 lanes.
+    active = f"tmps_warp < {WM * WN}u" if WM * WN < W else None
+
+    def for_active(part):
+        if active:
+            with e.block(f"if ({active})"):
+                part()
+        else:
+            part()
+
+    def multiply():
+        with e.block(f"for (uint {p}_k = 0u; {p}_k < {KC}u; {p}_k += 8u)"):
+            for i in range(PM):
+                e.line(f"simdgroup_float8x8 {p}_a{i};")
+                e.line(f"simdgroup_load({p}_a{i}, {buf}, {KC}, ulong2({p}_k, {p}_m + {8 * i}u));")
+            for j in range(PN):
+                e.line(f"simdgroup_float8x8 {p}_b{j};")
+                e.line(f"simdgroup_load({p}_b{j}, {buf} + {M * KC}, {N}, ulong2({p}_n + {8 * j}u, {p}_k));")
+            for i in range(PM):
+                for j in range(PN):
+                    e.line(f"simdgroup_multiply_accumulate({accs[i][j]}, {p}_a{i}, {p}_b{j}, {accs[i][j]});")
+
+    for k0 in range(0, K, KC):
+        ctx.barrier()  # earlier readers of the scratch (other ops, the previous chunk) are done
+        _stage_chunk(ctx, a, buf, 0, 1, k0, KC)
+        _stage_chunk(ctx, b, buf, M * KC, 0, k0, KC)
+        ctx.barrier()
+        for_active(multiply)
+
+    def read(r: int, r0: int) -> str:
+        cs = ctx.coord(lc, r)
+        cs[0] = f"(({cs[0]}) - {r0}u)" if r0 else cs[0]
+        return _result(td, f"{_wide(ctx, c, r, False)} + {buf}[{_row_major((RB, N), cs)}]", False)
+
+    def store(r0: int):
+        def part():
+            for i in range(PM):
+                with e.block(f"if ({p}_m + {8 * i}u - {r0}u < {RB}u)") if RB < M else nullcontext():
+                    for j in range(PN):
+                        e.line(f"simdgroup_store({accs[i][j]}, {buf}, {N}, "
+                               f"ulong2({p}_n + {8 * j}u, {p}_m + {8 * i}u - {r0}u));")
+        return part
+
+    if RB == M:
+        ctx.barrier()  # every SIMD-group has read A and B before D overwrites them
+        for_active(store(0))
+        ctx.barrier()
+        _define_result(ctx, d, lc, lambda r: read(r, 0))
+        return
+    # D in bands of RB rows: SIMD-groups store the tiles of the band, threads pick up the
+    # registers whose row is in it (rows are runtime values when lanes/warps span M).
+    names = ctx.declare(d, hint=ctx.hint(d, "dot"))
+    static = _static_dim(lc, 0)
+    for r0 in range(0, M, RB):
+        ctx.barrier()
+        for_active(store(r0))
+        ctx.barrier()
+        for r in range(lc.num_regs):
+            if static:
+                if r0 <= lc.reg_coord(r)[0] < r0 + RB:
+                    e.line(f"{names[r]} = {read(r, r0)};")
+            else:
+                row = ctx.coord(lc, r)[0]
+                e.line(f"if (({row}) - {r0}u < {RB}u) {names[r]} = {read(r, r0)};")

@@ -1,0 +1,297 @@
+"""Pointers and memory: splat, make_range, program ids, addptr, load/store, atomics."""
+
+from __future__ import annotations
+
+from ..ir import Op
+from ..lowering import LoweringContext, lowers
+from ..types import PointerType, ScalarType, TensorType, elem_of
+
+_AXES = {"x": 0, "y": 1, "z": 2}
+
+
+def _axis(ctx: LoweringContext, op: Op) -> str:
+    a = op.int_attr("axis")
+    if a is None:
+        word = op.text.split(op.name, 1)[1].split()[0]
+        a = _AXES.get(word)
+    if a not in (0, 1, 2):
+        ctx.error(op, f"program axis must be 0, 1 or 2, got {a}")
+    return "xyz"[a]
+
+
+@lowers("tt.get_program_id")
+def get_program_id(ctx: LoweringContext, op: Op):
+    ctx.define(op.results[0], f"(int)tmps_pid.{_axis(ctx, op)}", hint="pid")
+
+
+@lowers("tt.get_num_programs")
+def get_num_programs(ctx: LoweringContext, op: Op):
+    ctx.define(op.results[0], f"(int)tmps_npid.{_axis(ctx, op)}", hint="npid")
+
+
+@lowers("tt.splat")
+def splat(ctx: LoweringContext, op: Op):
+    ctx.bind(op.results[0], ctx.expr(op.operands[0]))
+
+
+@lowers("tt.make_range")
+def make_range(ctx: LoweringContext, op: Op):
+    res = op.results[0]
+    lay = ctx.layout(res)
+    start = op.int_attr("start") or 0
+
+    def reg(r: int) -> str:
+        c = ctx.coord(lay, r)[0]
+        return f"(int)({c})" if start == 0 else f"{start} + (int)({c})"
+
+    ctx.define(res, reg, hint=ctx.hint(res, "range"))
+
+
+@lowers("tt.addptr")
+def addptr(ctx: LoweringContext, op: Op):
+    p, off = op.operands
+    res = op.results[0]
+    # C pointer arithmetic: the offset keeps its width (int offsets are sign-extended to 64 bit).
+    ctx.define(res, lambda r: f"{ctx.expr(p, r)} + {ctx.expr(off, r)}", hint=ctx.hint(res, "ptr"))
+
+
+def _pointee(ctx: LoweringContext, ptr_value) -> ScalarType:
+    pt = elem_of(ptr_value.type)
+    if not isinstance(pt, PointerType) or not isinstance(pt.pointee, ScalarType):
+        ctx.error(None, f"expected a tensor of pointers to scalars, got {ptr_value.type}")
+    return pt.pointee
+
+
+@lowers("tt.load")
+def load(ctx: LoweringContext, op: Op):
+    ptr = op.operands[0]
+    mask = op.operands[1] if len(op.operands) > 1 else None
+    other = op.operands[2] if len(op.operands) > 2 else None
+    res = op.results[0]
+    if not isinstance(elem_of(ptr.type), PointerType):
+        ctx.error(op, "loads through block pointers / descriptors are not supported yet")
+    ety = _pointee(ctx, ptr)
+    zero = ctx.literal(0, ety)
+
+    def reg(r: int) -> str:
+        p = ctx.expr(ptr, r)
+        load_expr = f"*{p}" if p.isidentifier() else f"*({p})"
+        if mask is None:
+            return load_expr
+        alt = ctx.expr(other, r) if other is not None else zero
+        return f"{ctx.expr(mask, r)} ? {load_expr} : {alt}"
+
+    ctx.define(res, reg, hint=ctx.hint(res, "ld"))
+
+
+@lowers("tt.store")
+def store(ctx: LoweringContext, op: Op):
+    ptr, val = op.operands[0], op.operands[1]
+    mask = op.operands[2] if len(op.operands) > 2 else None
+    if not isinstance(elem_of(ptr.type), PointerType):
+        ctx.error(op, "stores through block pointers / descriptors are not supported yet")
+    if isinstance(ptr.type, TensorType):
+        lay = ctx.layout(ptr)
+        owner = ctx.owner_predicate(lay)
+        regs = lay.owned_regs()
+    else:
+        owner, regs = "tmps_tid == 0u", [0]  # a scalar store: one thread does it
+    e = ctx.e
+
+    def body():
+        for r in regs:
+            p = ctx.expr(ptr, r)
+            st = f"{'*' + p if p.isidentifier() else '*(' + p + ')'} = {ctx.expr(val, r)};"
+            if mask is not None:
+                e.line(f"if ({ctx.expr(mask, r)}) {st}")
+            else:
+                e.line(st)
+
+    if owner:
+        with e.block(f"if ({owner})"):
+            body()
+    else:
+        body()
+
+
+# ---------------------------------------------------------------------------------------------
+# atomics. Metal device atomics are 32-bit and relaxed: int/uint natively, float add natively,
+# everything else (float min/max/exchange, fp16/bf16 on the containing 32-bit word) by
+# compare-and-swap loops. Only threads that own an element perform the atomic (duplicated
+# elements would apply it twice); results reach duplicates through threadgroup memory.
+
+_RMW_KINDS = ("fadd", "add", "and", "or", "xor", "max", "min", "umax", "umin", "exch")
+
+
+def _cas_helper_32(ctx, name: str, t: str, combine: str) -> str:
+    """CAS loop on a 32-bit slot holding T (float or int): new = combine(old, v)."""
+    fn = f"tmps_atomic_{name}_{t}"
+    ctx.e.helper(fn, f"""inline {t} {fn}(device {t}* p, {t} v) {{
+  device atomic_uint* a = (device atomic_uint*)p;
+  uint old = atomic_load_explicit(a, memory_order_relaxed);
+  while (true) {{
+    {t} o = as_type<{t}>(old);
+    {t} n = {combine};
+    if (atomic_compare_exchange_weak_explicit(a, &old, as_type<uint>(n), memory_order_relaxed, memory_order_relaxed)) return o;
+  }}
+}}
+""")
+    return fn
+
+
+def _cas_helper_16(ctx, name: str, t: str, combine: str) -> str:
+    """CAS loop on the aligned 32-bit word containing a 16-bit T."""
+    fn = f"tmps_atomic_{name}_{t}"
+    ctx.e.helper(fn, f"""inline {t} {fn}(device {t}* p, {t} v) {{
+  uint shift = ((ulong)p & 2ul) ? 16u : 0u;
+  device atomic_uint* a = (device atomic_uint*)(p - (((ulong)p >> 1) & 1ul));
+  uint old = atomic_load_explicit(a, memory_order_relaxed);
+  while (true) {{
+    {t} o = as_type<{t}>((ushort)(old >> shift));
+    {t} n = {combine};
+    uint next = (old & ~(0xffffu << shift)) | ((uint)as_type<ushort>(n) << shift);
+    if (atomic_compare_exchange_weak_explicit(a, &old, next, memory_order_relaxed, memory_order_relaxed)) return o;
+  }}
+}}
+""")
+    return fn
+
+
+_FLOAT_COMBINE = {
+    "fadd": "({t})((float)o + (float)v)",
+    "max": "({t})fmax((float)o, (float)v)",
+    "min": "({t})fmin((float)o, (float)v)",
+    "exch": "v",
+}
+
+
+def _rmw_call(ctx: LoweringContext, op: Op, kind: str, ety: ScalarType, ptr: str, val: str) -> str:
+    t = ety.msl()
+    if ety.is_float:
+        if kind not in _FLOAT_COMBINE:
+            ctx.error(op, f"atomic {kind} on {ety} is not supported")
+        if ety.name == "f32" and kind == "fadd":
+            return f"atomic_fetch_add_explicit((device atomic_float*){ptr}, {val}, memory_order_relaxed)"
+        combine = _FLOAT_COMBINE[kind].format(t=t)
+        if ety.bits == 32:
+            return f"{_cas_helper_32(ctx, kind, t, combine)}({ptr}, {val})"
+        return f"{_cas_helper_16(ctx, kind, t, combine)}({ptr}, {val})"
+    if ety.bits != 32:
+        ctx.error(op, f"atomic {kind} on {ety}: Metal atomics are 32-bit (i32/u32/f32; f16/bf16 emulated)")
+    unsigned = kind in ("umax", "umin")
+    at, vt = ("atomic_uint", "uint") if unsigned else ("atomic_int", "int")
+    fn = {"add": "add", "and": "and", "or": "or", "xor": "xor", "max": "max", "min": "min",
+          "umax": "max", "umin": "min"}.get(kind)
+    if kind == "exch":
+        return f"atomic_exchange_explicit((device atomic_int*){ptr}, {val}, memory_order_relaxed)"
+    if fn is None:
+        ctx.error(op, f"atomic {kind} is not supported")
+    call = f"atomic_fetch_{fn}_explicit((device {at}*){ptr}, ({vt}){val}, memory_order_relaxed)"
+    return f"({t}){call}" if unsigned else call
+
+
+def _cas_call(ctx: LoweringContext, op: Op, ety: ScalarType, ptr: str, cmp: str, val: str) -> str:
+    t = ety.msl()
+    if ety.bits == 32:
+        fn = f"tmps_atomic_cas_{t}"
+        ctx.e.helper(fn, f"""inline {t} {fn}(device {t}* p, {t} cmp, {t} v) {{
+  // Strong compare-and-swap from Metal's weak one (bitwise comparison).
+  device atomic_uint* a = (device atomic_uint*)p;
+  uint expected = as_type<uint>(cmp);
+  while (true) {{
+    uint seen = expected;
+    if (atomic_compare_exchange_weak_explicit(a, &seen, as_type<uint>(v), memory_order_relaxed, memory_order_relaxed)) return cmp;
+    if (seen != expected) return as_type<{t}>(seen);
+  }}
+}}
+""")
+        return f"{fn}({ptr}, {cmp}, {val})"
+    if ety.bits == 16:
+        fn = f"tmps_atomic_cas_{t}"
+        ctx.e.helper(fn, f"""inline {t} {fn}(device {t}* p, {t} cmp, {t} v) {{
+  uint shift = ((ulong)p & 2ul) ? 16u : 0u;
+  device atomic_uint* a = (device atomic_uint*)(p - (((ulong)p >> 1) & 1ul));
+  uint old = atomic_load_explicit(a, memory_order_relaxed);
+  while (true) {{
+    ushort cur = (ushort)(old >> shift);
+    if (cur != as_type<ushort>(cmp)) return as_type<{t}>(cur);
+    uint next = (old & ~(0xffffu << shift)) | ((uint)as_type<ushort>(v) << shift);
+    if (atomic_compare_exchange_weak_explicit(a, &old, next, memory_order_relaxed, memory_order_relaxed)) return cmp;
+  }}
+}}
+""")
+        return f"{fn}({ptr}, {cmp}, {val})"
+    ctx.error(op, f"atomic_cas on {ety}: only 16- and 32-bit types are supported")
+
+
+def _atomic(ctx: LoweringContext, op: Op, make_call) -> None:
+    """Run `make_call(r)` in owning threads (under the mask), share results with duplicates."""
+    ptr = op.operands[0]
+    res = op.results[0]
+    ety = elem_of(res.type)
+    t = ety.msl()
+    e = ctx.e
+    zero = ctx.literal(0, ety)
+    is_tensor = isinstance(ptr.type, TensorType)
+    if is_tensor:
+        lay = ctx.layout(ptr)
+        owner, regs = ctx.owner_predicate(lay), lay.owned_regs()
+    else:
+        lay, owner, regs = None, "tmps_tid == 0u", [0]
+    used = res.uses > 0
+    base = ctx.e.fresh(ctx.hint(res, "old"))
+    names = {r: (f"{base}_{r}" if is_tensor else base) for r in regs}
+    for r in regs:
+        e.line(f"{t} {names[r]} = {zero};")
+    mask = op.operands[-1] if op.name == "tt.atomic_rmw" and len(op.operands) > 2 else None
+
+    def body():
+        for r in regs:
+            stmt = f"{names[r]} = {make_call(r)};"
+            e.line(f"if ({ctx.expr(mask, r)}) {stmt}" if mask is not None else stmt)
+
+    if owner:
+        with e.block(f"if ({owner})"):
+            body()
+    else:
+        body()
+    if not is_tensor:
+        if used:
+            buf = ctx.scratch(8, t)
+            ctx.barrier()
+            e.line(f"if (tmps_tid == 0u) {buf}[0] = {base};")
+            ctx.barrier()
+            ctx.define(res, f"{buf}[0]", hint=ctx.hint(res, "old"))
+        else:
+            ctx.bind(res, base)
+        return
+    full = [names.get(r) or names[lay.find_register(lay.reg_coord(r))] for r in range(lay.num_regs)]
+    if used and lay.has_thread_dups:
+        # Duplicated threads did not run the atomic: get the owners' results.
+        from .layout_conversion import _size, store_to_scratch
+
+        buf = ctx.scratch(res.type.numel * _size(t), t)
+        ctx.bind(res, full)
+        ctx.barrier()
+        store_to_scratch(ctx, res, buf)
+        ctx.barrier()
+        ctx.define(res, lambda r: f"{buf}[{ctx.linear_index(lay, r)}]", hint=ctx.hint(res, "old"))
+    else:
+        ctx.bind(res, full)
+
+
+@lowers("tt.atomic_rmw")
+def atomic_rmw(ctx: LoweringContext, op: Op):
+    kind = op.text.split("tt.atomic_rmw", 1)[1].strip().split(",")[0].strip()
+    if kind not in _RMW_KINDS:
+        ctx.error(op, f"unknown atomic kind {kind!r}")
+    ptr, val = op.operands[0], op.operands[1]
+    ety = elem_of(op.results[0].type)
+    _atomic(ctx, op, lambda r: _rmw_call(ctx, op, kind, ety, ctx.expr(ptr, r), ctx.expr(val, r)))
+
+
+@lowers("tt.atomic_cas")
+def atomic_cas(ctx: LoweringContext, op: Op):
+    ptr, cmp, val = op.operands[:3]
+    ety = elem_of(op.results[0].type)
+    _atomic(ctx, op, lambda r: _cas_call(ctx, op, ety, ctx.expr(ptr, r), ctx.expr(cmp, r), ctx.expr(val, r)))

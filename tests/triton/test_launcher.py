@@ -1,0 +1,185 @@
+"""The native launcher (csrc/triton_launch.cpp) driven as Triton drives it, on a hand-written kernel.
+
+Triton calls `launcher(gx, gy, gz, stream, function, packed_metadata, launch_metadata,
+enter_hook, exit_hook, *all_bound_args)`; these tests do the same with the kernel loaded by the
+driver's `load_binary`, so they do not depend on the TTGIR -> MSL compiler.
+"""
+
+from __future__ import annotations
+
+from collections import namedtuple
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+import torch
+import triton_mps
+from triton_mps.compiler.abi import ArgInfo, CompiledMSL
+
+# out[i] = x[i] * alpha + y[i] for i < n; one program covers BLOCK elements (constexpr 256).
+SCALE_ADD = """#include <metal_stdlib>
+using namespace metal;
+kernel void scale_add(device const float* x [[buffer(0)]], device const float* y [[buffer(1)]],
+                      device float* out [[buffer(2)]], constant int& n [[buffer(3)]],
+                      constant float& alpha [[buffer(4)]],
+                      uint3 tmps_pid [[threadgroup_position_in_grid]],
+                      uint3 tmps_npid [[threadgroups_per_grid]],
+                      uint tmps_tid [[thread_index_in_threadgroup]]) {
+  for (uint i = tmps_tid; i < 256u; i += 64u) {
+    int o = int(tmps_pid.x) * 256 + int(i);
+    if (o < n) out[o] = x[o] * alpha + y[o];
+  }
+}
+"""
+SIGNATURE = {"x": "*fp32", "y": "*fp32", "out": "*fp32", "n": "i32", "alpha": "fp32", "BLOCK": "constexpr"}
+ARGS = [
+    ArgInfo("x", "pointer", "float", 0, 0),
+    ArgInfo("y", "pointer", "float", 1, 1),
+    ArgInfo("out", "pointer", "float", 2, 2),
+    ArgInfo("n", "scalar", "int", 3, 3),
+    ArgInfo("alpha", "scalar", "float", 4, 4),
+]
+Metadata = namedtuple("Metadata", "name num_warps warp_size shared tmps_args num_ctas")
+
+
+@pytest.fixture(scope="module")
+def kernel(mps_driver):
+    compiled = CompiledMSL(msl=SCALE_ADD, name="scale_add", num_warps=2, shared=0, args=ARGS)
+    meta = Metadata("scale_add", 2, 32, 0, compiled.to_metadata(), 1)
+    src = SimpleNamespace(signature=SIGNATURE, fn=SimpleNamespace(arg_names=list(SIGNATURE)))
+    device = mps_driver.get_current_device()
+    module, function, n_regs, n_spills, max_threads = mps_driver.utils.load_binary(
+        "scale_add", SCALE_ADD.encode(), 0, device)
+    assert max_threads >= 64 and (n_regs, n_spills) == (0, 0)
+    launcher = mps_driver.launcher_cls(src, meta)
+    assert launcher.threads == 64
+
+    def run(grid, *args, enter=None, exit=None, launch_metadata=None):
+        gx, gy, gz = (tuple(grid) + (1, 1))[:3]
+        return launcher(gx, gy, gz, 0, function, (2, 1, 0), launch_metadata, enter, exit, *args)
+
+    return run
+
+
+@pytest.fixture
+def sim_only(mps_driver):
+    if not mps_driver.config["is_simulator"]:
+        pytest.skip("CPU tensors are the simulator's inputs")
+
+
+def inputs(n, rng):
+    x = torch.from_numpy(rng.random(n, dtype=np.float32))
+    y = torch.from_numpy(rng.random(n, dtype=np.float32))
+    out = torch.full((n,), float("nan"))
+    return x, y, out
+
+
+@pytest.mark.parametrize("n", [1, 255, 256, 1000])
+def test_cpu_tensors(kernel, sim_only, rng, n):
+    x, y, out = inputs(n, rng)
+    kernel(((n + 255) // 256,), x, y, out, n, 0.5, 256)
+    # No synchronize: Triton code reads results right after the launch.
+    torch.testing.assert_close(out, x * 0.5 + y)
+
+
+def test_views_use_their_offset(kernel, sim_only, rng):
+    x, y, out = inputs(300, rng)
+    kernel((1,), x[37:], y[5:], out[100:], 200, 2.0, 256)
+    torch.testing.assert_close(out[100:], x[37:237] * 2.0 + y[5:205])
+    assert torch.isnan(out[:100]).all()
+
+
+def test_numpy_and_buffers(kernel, sim_only, rng):
+    n = 300
+    x = rng.random(n, dtype=np.float32)
+    y = triton_mps.empty(n, np.float32)
+    y[:] = rng.random(n, dtype=np.float32)
+    out = np.full(n, np.nan, np.float32)
+    kernel((2,), x, triton_mps.as_buffer(y), out, n, np.float32(3.0), 256)
+    np.testing.assert_allclose(out, x * 3.0 + y, rtol=1e-6)
+
+
+def test_empty_grid_launches_nothing(kernel, sim_only, rng):
+    x, y, out = inputs(10, rng)
+    kernel((0,), x, y, out, 10, 1.0, 256)
+    kernel((4, 0, 1), x, y, out, 10, 1.0, 256)
+    assert torch.isnan(out).all()
+
+
+def test_hooks_run_around_the_launch(kernel, sim_only, rng):
+    x, y, out = inputs(10, rng)
+    seen = []
+    kernel((1,), x, y, out, 10, 1.0, 256, enter=lambda m: seen.append(("enter", m)),
+           exit=lambda m: seen.append(("exit", m)), launch_metadata="meta")
+    assert seen == [("enter", "meta"), ("exit", "meta")]
+
+
+def test_wrong_argument_count(kernel, rng):
+    x, y, out = inputs(10, rng)
+    with pytest.raises(triton_mps.InvalidArgument, match=r"'scale_add' takes 6 arguments .*got 5"):
+        kernel((1,), x, y, out, 10, 1.0)
+
+
+def test_scalar_out_of_range(kernel, sim_only, rng):
+    x, y, out = inputs(10, rng)
+    with pytest.raises(triton_mps.InvalidArgument, match=r"'scale_add'.*argument 'n'.*does not fit"):
+        kernel((1,), x, y, out, 2**40, 1.0, 256)
+    with pytest.raises(triton_mps.InvalidArgument, match=r"argument 'n'.*expects an integer"):
+        kernel((1,), x, y, out, 10.5, 1.0, 256)
+    with pytest.raises(triton_mps.InvalidArgument, match=r"argument 'alpha'.*expects a number"):
+        kernel((1,), x, y, out, 10, "one", 256)
+    assert torch.isnan(out).all()  # nothing ran
+
+
+def test_tensor_on_wrong_device(kernel, mps_driver, rng):
+    x, y, out = inputs(10, rng)
+    meta = torch.empty(10, device="meta")
+    with pytest.raises(triton_mps.InvalidArgument, match=r"kernel 'scale_add': argument 'y' is a tensor on device 'meta'"):
+        kernel((1,), x, meta, out, 10, 1.0, 256)
+
+
+def test_number_for_a_pointer(kernel, rng):
+    x, y, out = inputs(10, rng)
+    with pytest.raises(triton_mps.InvalidArgument, match=r"argument 'out' is a pointer"):
+        kernel((1,), x, y, 1234, 10, 1.0, 256)
+    with pytest.raises(triton_mps.InvalidArgument, match=r"argument 'x' is a pointer; got str"):
+        kernel((1,), "x", y, out, 10, 1.0, 256)
+
+
+def test_bad_grid(kernel, rng):
+    x, y, out = inputs(10, rng)
+    with pytest.raises(triton_mps.InvalidArgument, match=r"grid x"):
+        kernel((-1,), x, y, out, 10, 1.0, 256)
+
+
+def test_kernel_still_works_after_errors(kernel, sim_only, rng):
+    x, y, out = inputs(50, rng)
+    with pytest.raises(triton_mps.InvalidArgument):
+        kernel((1,), x, y, out, 2**40, 1.0, 256)
+    kernel((1,), x, y, out, 50, 1.0, 256)
+    torch.testing.assert_close(out, x + y)
+
+
+def test_none_pointer_binds_a_placeholder(kernel, sim_only, rng):
+    # Triton passes None for pointers a kernel does not use; the launch must not fail on it.
+    x, y, out = inputs(10, rng)
+    kernel((1,), x, y, out, 0, 1.0, 256)  # n = 0: nothing is read
+    kernel((1,), None, None, out, 0, 1.0, 256)
+    assert torch.isnan(out).all()
+
+
+def test_benchmarker_uses_dispatch_timings(kernel, mps_driver, sim_only, rng):
+    x, y, out = inputs(1000, rng)
+    bench = mps_driver.get_benchmarker()
+    ms = bench(lambda: kernel((4,), x, y, out, 1000, 1.0, 256), warmup=1, rep=5)
+    assert 0 < ms < 1000
+    # A function that launches nothing through us falls back to triton.testing.do_bench.
+    assert bench(lambda: x.add_(0), warmup=1, rep=5) > 0
+
+
+def test_rejected_launch_runs_no_hook(kernel, rng):
+    x, y, out = inputs(10, rng)
+    seen = []
+    with pytest.raises(triton_mps.InvalidArgument):
+        kernel((1,), x, y, out, 2**40, 1.0, 256, enter=lambda m: seen.append("enter"), exit=lambda m: seen.append("exit"))
+    assert seen == []
