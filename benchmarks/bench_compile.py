@@ -24,11 +24,10 @@ os.environ["TRITON_ALWAYS_COMPILE"] = "1"
 
 import triton  # noqa: E402
 import triton.language as tl  # noqa: E402
+import triton_mps  # noqa: E402
 from triton.backends import Backend, backends  # noqa: E402
 from triton.backends.compiler import GPUTarget  # noqa: E402
 from triton.compiler.compiler import ASTSource  # noqa: E402
-
-import triton_mps  # noqa: E402
 
 if "mps" not in backends:  # running from a source tree: the entry point is not installed
     from triton_mps.backend.compiler import MPSBackend
