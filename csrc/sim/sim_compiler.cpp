@@ -386,7 +386,9 @@ namespace {
 void build_flags(std::vector<std::string>& argv, const CompileOptions& options) {
   // -nostdlib: the object needs no libc at link time (math calls resolve at dlopen from the
   // host process); with zig it also avoids building libc stubs on a cold cache (~6 s).
-  for (const char* f : {"-shared", "-fPIC", "-O2", "-g0", "-nostdlib", "-fvisibility=hidden"}) argv.push_back(f);
+  // -s: no static symbol table, which would record the temporary source file's random name
+  // and make rebuilds of the same kernel differ (kernels are found through dynamic symbols).
+  for (const char* f : {"-shared", "-fPIC", "-O2", "-g0", "-s", "-nostdlib", "-fvisibility=hidden"}) argv.push_back(f);
 #ifdef __APPLE__
   argv.push_back("-Wl,-undefined,dynamic_lookup");
 #endif
