@@ -120,13 +120,24 @@ def test_backend_codegen_and_module_map():
     b = backend()
     fns = b.get_codegen_implementation(b.parse_options({}))
     assert fns["min_dot_size"](None, None) == (1, 1, 1)
-    assert b.get_module_map() == {}
+    # libdevice (generic, CUDA and HIP spellings) resolves to our Metal mapping.
+    ours = b.get_module_map()["triton.language.extra.libdevice"]
+    assert ours.__name__ == "triton_mps.language.libdevice"
+
+
+def test_hash_covers_dot_path_switch(monkeypatch):
+    b = mps_compiler.MPSBackend(GPUTarget("mps", 9, 32))
+    monkeypatch.setenv("TRITON_MPS_DOT", "fma")
+    fma = b.hash()
+    monkeypatch.setenv("TRITON_MPS_DOT", "simdgroup")
+    assert b.hash() != fma
 
 
 def test_hash_covers_compiler_sources(monkeypatch, tmp_path):
     root = tmp_path / "triton_mps"
     shutil.copytree(mps_compiler.PACKAGE_DIR / "compiler", root / "compiler")
     shutil.copytree(mps_compiler.PACKAGE_DIR / "backend", root / "backend")
+    shutil.copytree(mps_compiler.PACKAGE_DIR / "language", root / "language")
     monkeypatch.setattr(mps_compiler, "PACKAGE_DIR", root)
     b = backend()
     h1 = b.hash()
@@ -137,7 +148,12 @@ def test_hash_covers_compiler_sources(monkeypatch, tmp_path):
     assert h2 != h1
     (root / "compiler" / "new_lowering.py").write_text("X = 1\n")  # a new file counts too
     mps_compiler.sources_digest.cache_clear()
-    assert b.hash() != h2
+    h3 = b.hash()
+    assert h3 != h2
+    lib = root / "language" / "libdevice.py"  # the libdevice mapping changes generated code too
+    lib.write_text(lib.read_text() + "\n# changed\n")
+    mps_compiler.sources_digest.cache_clear()
+    assert b.hash() != h3
     (root / "backend" / "driver.py").write_text("# edited\n")
     mps_compiler.sources_digest.cache_clear()
     assert len({h1, h2, b.hash()}) == 3

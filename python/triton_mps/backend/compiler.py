@@ -21,6 +21,14 @@ Decisions:
   where shapes allow and a general fallback otherwise, so Triton's front end need not reject
   small dots. fp8 is not supported (`supported_fp8_dtypes = ()`), so fp8 dots are rejected up
   front; "tf32" and "tf32x3" are accepted and computed in full fp32 (ieee).
+- Tensor descriptors (tl.make_tensor_descriptor, desc.load/store) become plain masked
+  loads/stores in TTIR (`rewrite_tensor_descriptor_to_pointer`). Block pointers were removed
+  from the language in Triton 3.9 (tl.make_block_ptr raises in the front end) and with them
+  `add_rewrite_tensor_pointer`; the table keeps it as an optional entry for releases that have it.
+- Limits: metadata["shared"] over the device's max_shared_mem raises OutOfResources when the
+  kernel is loaded (Triton's CompiledKernel checks it; the driver's load_binary too), and
+  num_warps * 32 > 1024 raises TooManyThreads (OutOfResources and ValueError) when options are
+  parsed, so autotuning prunes such configs.
 - Cache key: Triton's key does not cover plugin code, so `hash()` includes our version and a
   digest of the compiler and backend sources (and whether debug dumps are on, so that turning
   TRITON_MPS_DEBUG on recompiles and dumps).
@@ -47,6 +55,7 @@ from typing import Any, Callable, Dict, Optional, Tuple
 from triton import knobs
 from triton._C.libtriton import ir, passes
 from triton.backends.compiler import BaseBackend, GPUTarget, Language
+from triton.runtime.errors import OutOfResources
 
 log = logging.getLogger("triton_mps")
 
@@ -56,6 +65,23 @@ THREADS_PER_SIMDGROUP = 32  # Metal's SIMD width on Apple GPUs: Triton's "warp"
 
 def debug_enabled() -> bool:
     return any(os.environ.get(v, "").strip().lower() in ("1", "true", "yes", "on") for v in DEBUG_ENV)
+
+
+MAX_THREADS_PER_THREADGROUP = 1024  # every Apple GPU family
+
+
+class TooManyThreads(OutOfResources, ValueError):
+    """num_warps * 32 over Metal's threadgroup limit: OutOfResources, so that autotuning prunes
+    the config (it is raised while options are parsed, inside the autotuner's benchmark), and a
+    ValueError like the other invalid options."""
+
+    def __init__(self, num_warps: int):
+        super().__init__(num_warps * THREADS_PER_SIMDGROUP, MAX_THREADS_PER_THREADGROUP,
+                         f"threads (num_warps={num_warps}; Metal allows at most "
+                         f"{MAX_THREADS_PER_THREADGROUP // THREADS_PER_SIMDGROUP} warps per threadgroup)")
+
+    def __reduce__(self):
+        return (type(self), (self.required // THREADS_PER_SIMDGROUP,))
 
 
 @dataclass(frozen=True)
@@ -105,11 +131,8 @@ class MPSOptions:
             object.__setattr__(self, "extern_libs", tuple(sorted(libs.items())))
         if not isinstance(self.num_warps, int) or self.num_warps <= 0 or self.num_warps & (self.num_warps - 1):
             raise ValueError(f"num_warps must be a power of 2, got {self.num_warps!r}")
-        if self.num_warps * THREADS_PER_SIMDGROUP > 1024:
-            raise ValueError(
-                f"num_warps={self.num_warps} means {self.num_warps * 32} threads per threadgroup; "
-                "Metal allows at most 1024 (num_warps <= 32)"
-            )
+        if self.num_warps * THREADS_PER_SIMDGROUP > MAX_THREADS_PER_THREADGROUP:
+            raise TooManyThreads(self.num_warps)
         if self.num_ctas != 1:
             raise ValueError(f"num_ctas={self.num_ctas}: the mps backend has no thread-block clusters; use num_ctas=1")
 
@@ -191,7 +214,7 @@ def _run_passes(mod, table, options, target_name: str, label: str):
 
 PACKAGE_DIR = Path(__file__).resolve().parent.parent  # python/triton_mps
 # Globs under PACKAGE_DIR whose contents decide what we emit.
-HASHED_SOURCES = ("compiler/**/*.py", "backend/*.py")
+HASHED_SOURCES = ("compiler/**/*.py", "backend/*.py", "language/*.py")
 
 
 @functools.lru_cache(maxsize=None)
@@ -290,7 +313,10 @@ class MPSBackend(BaseBackend):
     def hash(self) -> str:
         from .. import __version__
 
-        return f"triton-mps-{__version__}-{sources_digest(PACKAGE_DIR)}-debug{int(debug_enabled())}-{self.target.arch}"
+        # Environment switches that change the generated MSL are part of the key too.
+        dot_path = os.environ.get("TRITON_MPS_DOT", "auto")
+        return (f"triton-mps-{__version__}-{sources_digest(PACKAGE_DIR)}-debug{int(debug_enabled())}"
+                f"-dot{dot_path}-{self.target.arch}")
 
     def parse_options(self, opts: dict) -> MPSOptions:
         names = MPSOptions.__dataclass_fields__.keys()
@@ -310,7 +336,12 @@ class MPSBackend(BaseBackend):
         return {"min_dot_size": min_dot_size(self.target)}
 
     def get_module_map(self) -> Dict[str, ModuleType]:
-        return {}
+        # libdevice calls -> our symbols (triton_mps/language/libdevice.py), also for kernels
+        # that import the CUDA or HIP libdevice module directly.
+        from ..language import libdevice
+
+        return {name: libdevice for name in ("triton.language.extra.libdevice", "triton.language.extra.cuda.libdevice",
+                                             "triton.language.extra.hip.libdevice")}
 
     def load_dialects(self, ctx):
         pass  # Triton's own dialects are all we read

@@ -139,17 +139,49 @@ def _arg_specs(src, metadata) -> list[tuple[str, str, str]]:
 
 
 def make_launcher(src, metadata):
-    """Triton's `launcher_cls(src, metadata)`: a native launcher (csrc/triton_launch.cpp)."""
+    """Triton's `launcher_cls(src, metadata)`: a native launcher (csrc/triton_launch.cpp).
+
+    Kernels with device asserts/prints take one more buffer, bound last (compiler/abi.py):
+    they get a DebugLauncher around the native one."""
     sync = os.environ.get("TRITON_MPS_LAUNCH_SYNC", "1").strip() not in ("0", "false", "no")
-    return _core().TritonLauncher(
+    debug = metadata.tmps_args.get("debug")
+    specs = _arg_specs(src, metadata)
+    if debug:
+        specs.append(("pointer", "tmps_debug_records", "uint"))
+    native = _core().TritonLauncher(
         kernel=metadata.name,
-        specs=_arg_specs(src, metadata),
+        specs=specs,
         threads=metadata.num_warps * metadata.warp_size,
         pack_scalars_at=metadata.tmps_args.get("pack_scalars_at", -1),
         fallback=_pointer_fallback,
         before_mps=_torch_mps_synchronize,
-        sync=sync,
+        sync=sync or bool(debug),  # records are read right after the launch
     )
+    return DebugLauncher(native, metadata.name, debug) if debug else native
+
+
+class DebugLauncher:
+    """Binds a fresh record buffer to each launch, then prints the kernel's device prints and
+    raises DeviceAssertionError for failed device asserts (compiler/ops/debug.py)."""
+
+    def __init__(self, native, kernel: str, debug: dict):
+        self.native = native
+        self.kernel = kernel
+        self.debug = debug
+
+    def __getattr__(self, name):  # threads, kernel, ... of the native launcher
+        return getattr(self.native, name)
+
+    def __call__(self, gx, gy, gz, stream, function, *rest):
+        from ..compiler.ops import debug as debug_ops
+
+        words = debug_ops.HEADER_WORDS + int(self.debug["capacity"]) * debug_ops.RECORD_WORDS
+        buf = function.device.buffer(words * 4)
+        view = buf.bytes_view()[: words * 4].view("uint32")
+        view[0] = 0  # the record count; records past it are never read
+        self.native(gx, gy, gz, stream, function, *rest, buf)
+        if gx and gy and gz:
+            debug_ops.report(view, self.debug, self.kernel)
 
 
 # ---- utils -------------------------------------------------------------------------------------
@@ -160,6 +192,12 @@ class MPSUtils:
     def load_binary(self, name: str, kernel: bytes | str, shared: int, device: int):
         """Build the pipeline of MSL `kernel` (entry `name`) -> (module, function, regs, spills, max threads)."""
         dev = _device(device)
+        # Triton's CompiledKernel checks this before calling us; direct callers get it here.
+        limit = self.get_device_properties(device)["max_shared_mem"]
+        if shared > limit:
+            from triton.runtime.errors import OutOfResources
+
+            raise OutOfResources(shared, limit, f"shared memory (threadgroup memory of kernel '{name}')")
         source = kernel.decode("utf-8") if isinstance(kernel, (bytes, bytearray)) else kernel
         pipeline = dev.compile(source, name, math_mode="safe", strict=True, label=name)
         function = _core().TritonFunction(dev, pipeline)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 
 from . import ops  # noqa: F401  (registers every lowering)
+from .ops import debug as debug_ops
 from .abi import ArgInfo, CompiledMSL
 from .errors import CompilationError
 from .ir import read_module
@@ -43,38 +44,71 @@ def compile_ttgir(mod, *, num_warps: int, signature: dict, constants: dict, kern
     if len(names) != len(func.args):
         # Triton drops constexpr args (and args specialised as constants) from the function.
         names = [n for n, t in signature.items() if t != "constexpr"][: len(func.args)]
-    if len(func.args) > MAX_BINDINGS:
-        raise CompilationError(f"{len(func.args)} kernel arguments: more than {MAX_BINDINGS} is not supported yet",
-                               kernel=kernel_name)
-    params, args_info, arg_exprs = [], [], []
+    # Bindings: one per argument (+ the debug buffer). Over Metal's 31, scalars are packed.
+    wants_debug = debug_ops.module_uses_debug(module)
+    n_ptr = sum(isinstance(v.type, PointerType) for v in func.args)
+    n_scalar = len(func.args) - n_ptr
+    pack = len(func.args) + wants_debug > MAX_BINDINGS
+    if pack and n_ptr + (n_scalar > 0) + wants_debug > MAX_BINDINGS:
+        raise CompilationError(
+            f"{n_ptr} pointer arguments{' and the debug buffer' if wants_debug else ''} need "
+            f"{n_ptr + (n_scalar > 0) + wants_debug} buffer bindings even with the scalars packed; Metal binds at most "
+            f"{MAX_BINDINGS} buffers per kernel (argument buffers would allow more: not supported yet)",
+            kernel=kernel_name)
+    params, args_info, arg_exprs, fields = [], [], [], []
+    next_binding = 0
     for i, (name, v) in enumerate(zip(names, func.args)):
+        _check_arg_type(name, v.type, kernel_name)
         sig = str(signature.get(name, ""))
         if isinstance(v.type, PointerType):
             msl_t = v.type.pointee.msl()
-            params.append(f"device {msl_t}* arg{i} [[buffer({i})]]")
-            args_info.append(ArgInfo(name, "pointer", msl_t, i, sig_index.get(name, i)))
+            params.append(f"device {msl_t}* arg{i} [[buffer({next_binding})]]")
+            args_info.append(ArgInfo(name, "pointer", msl_t, next_binding, sig_index.get(name, i)))
             arg_exprs.append(f"arg{i}")
+            next_binding += 1
         elif isinstance(v.type, ScalarType):
             msl_t = _SIG_SCALARS.get(sig, v.type.msl())
-            params.append(f"constant {msl_t}& arg{i} [[buffer({i})]]")
-            args_info.append(ArgInfo(name, "scalar", msl_t, i, sig_index.get(name, i)))
+            if pack:
+                fields.append(f"  {msl_t} arg{i};")
+                args_info.append(ArgInfo(name, "scalar", msl_t, -1, sig_index.get(name, i)))
+                src = f"tmps_args.arg{i}"
+            else:
+                params.append(f"constant {msl_t}& arg{i} [[buffer({next_binding})]]")
+                args_info.append(ArgInfo(name, "scalar", msl_t, next_binding, sig_index.get(name, i)))
+                src = f"arg{i}"
+                next_binding += 1
             ir_t = v.type.msl()
-            arg_exprs.append(f"arg{i}" if ir_t == msl_t else f"as_type<{ir_t}>(arg{i})"
-                             if v.type.bytes == _size(msl_t) else f"(({ir_t})arg{i})")
+            arg_exprs.append(src if ir_t == msl_t else f"as_type<{ir_t}>({src})"
+                             if v.type.bytes == _size(msl_t) else f"(({ir_t}){src})")
         else:
             raise CompilationError(f"argument '{name}' has unsupported type {v.type}", kernel=kernel_name)
+    pack_at = -1
+    if pack and fields:
+        pack_at = next_binding
+        params.append(f"constant tmps_args_t& tmps_args [[buffer({pack_at})]]")
+        next_binding += 1
+    debug_binding = next_binding
 
     def on_return(ctx: LoweringContext, op):
         ctx.e.line("return;")
 
     t0 = time.perf_counter()
     prologue, body = function_body(state, func, [[x] for x in arg_exprs], on_return=on_return)
+    debug = None
+    if state.debug_sites:
+        if not wants_debug or debug_binding >= MAX_BINDINGS:  # the scan above and lowering disagree
+            raise CompilationError("internal: debug buffer binding not reserved", kernel=kernel_name)
+        params.append(f"device uint* tmps_dbg [[buffer({debug_binding})]]")
+        debug = debug_ops.metadata(state, debug_binding)
     params += [
         "uint3 tmps_pid [[threadgroup_position_in_grid]]",
         "uint3 tmps_npid [[threadgroups_per_grid]]",
         "uint tmps_tid [[thread_index_in_threadgroup]]",
     ]
     out = [_PRELUDE]
+    if fields:
+        # Natural alignment, in order: the launcher's packing rule (csrc/launcher.h).
+        out.append("struct tmps_args_t {\n" + "\n".join(fields) + "\n};")
     out += list(state.helpers.values())
     out += list(state.functions_emitted.values())
     out.append(f"kernel void {kernel_name}(" + ",\n    ".join(params) + ") {")
@@ -90,7 +124,21 @@ def compile_ttgir(mod, *, num_warps: int, signature: dict, constants: dict, kern
     msl = "\n".join(out) + "\n"
     return CompiledMSL(msl=msl, name=kernel_name, num_warps=num_warps,
                        shared=max(state.scratch_bytes, 16) if (state.scratch_bytes or state.functions_emitted) else 0,
-                       args=args_info)
+                       args=args_info, pack_scalars_at=pack_at, debug=debug)
+
+
+def _check_arg_type(name: str, t, kernel: str) -> None:
+    """An argument whose element type Metal lacks (f64, fp8) fails here, naming the argument,
+    instead of as a bare TypeError from types.py."""
+    elem = t.pointee if isinstance(t, PointerType) else t
+    if isinstance(elem, ScalarType):
+        try:
+            elem.msl()
+        except TypeError:
+            what = "points to" if isinstance(t, PointerType) else "has type"
+            raise CompilationError(
+                f"argument '{name}' {what} {elem.name}, which Metal does not support (no 64-bit or 8-bit "
+                f"floats); convert the data first (e.g. to float32)", kernel=kernel) from None
 
 
 def _size(msl_t: str) -> int:

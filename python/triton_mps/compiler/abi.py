@@ -5,8 +5,15 @@ threads; the Triton grid is the grid of threadgroups. Kernel parameters, in orde
 
 - one per non-constexpr Triton argument, in signature order, bound at [[buffer(i)]] where i
   counts those arguments: pointers as `device T* argN`, scalars as `constant T& argN`;
-  when there are more than 31 such arguments, every scalar moves into one packed struct bound
-  at `pack_scalars_at` (layout rule in csrc/launcher.h: natural alignment, in order);
+  when they (plus the debug buffer below) need more than 31 bindings, every scalar moves into
+  one packed struct `constant tmps_args_t& tmps_args [[buffer(P)]]` where P = the number of
+  pointers: pointers keep [[buffer(0..P-1)]] in order, the struct is `pack_scalars_at` = P
+  (layout rule in csrc/launcher.h: natural alignment, in order). More than 31 bindings even
+  then (pointers + struct + debug buffer) is a CompilationError: Metal binds 31 buffers per
+  kernel (argument buffers would lift that; not implemented);
+- when the kernel has device asserts or prints: `device uint* tmps_dbg [[buffer(D)]]`, the
+  last binding (`debug["binding"]`): a host-visible record area the launcher allocates and
+  decodes after the dispatch (format in ops/debug.py). It is not a Triton argument;
 - `uint3 tmps_pid [[threadgroup_position_in_grid]]`,
   `uint3 tmps_npid [[threadgroups_per_grid]]`,
   `uint tmps_tid [[thread_index_in_threadgroup]]`.
@@ -34,7 +41,10 @@ class CompiledMSL:
     shared: int  # bytes of threadgroup memory the kernel declares
     args: list[ArgInfo] = field(default_factory=list)
     pack_scalars_at: int = -1
+    # Device assert/print sites, or None: {"binding", "capacity", "sites": [...]} (ops/debug.py)
+    debug: dict | None = None
 
     def to_metadata(self) -> dict:
         """JSON-friendly form stored in Triton's kernel metadata."""
-        return {"args": [asdict(a) for a in self.args], "pack_scalars_at": self.pack_scalars_at}
+        return {"args": [asdict(a) for a in self.args], "pack_scalars_at": self.pack_scalars_at,
+                "debug": self.debug}

@@ -217,18 +217,21 @@ def read_module(mod, context, num_warps: int) -> Module:
 
     module_op = ops_by_raw[-1]
     pre: list[Op] = []
+    implicit: set[int] = set()
 
     def visit(op: Op):
         pre.append(op)
         for r in op.regions:
             for b in r.blocks:
                 for child in b.ops:
+                    # The printer leaves out implicit terminators: an `scf.yield` with nothing to
+                    # yield in scf.for / scf.if. scf.while's `do` region always prints its yield.
+                    if child.name == "scf.yield" and not child.operands and op.name != "scf.while":
+                        implicit.add(id(child))
                     visit(child)
 
     visit(module_op)
-    # The printer leaves out implicit terminators: an `scf.yield` with nothing to yield (a loop
-    # carrying no values, an `scf.if` without results).
-    pre = [op for op in pre if not (op.name == "scf.yield" and not op.operands)]
+    pre = [op for op in pre if id(op) not in implicit]
     text = mod.str_nodebug()
     lines = _op_lines(text)
     if len(lines) != len(pre):

@@ -71,6 +71,8 @@ class KernelState:
         self.function_sigs: dict[str, dict] = {}
         # ttg.local_alloc results -> the tensor they were initialised from (see layout_conversion).
         self.memdesc_sources: dict[int, Value] = {}
+        # Device assert/print sites, in emission order (ops/debug.py); index = site id.
+        self.debug_sites: list[dict] = []
 
 
 class LoweringContext:

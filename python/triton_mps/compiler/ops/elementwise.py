@@ -143,7 +143,8 @@ def remf(ctx, op):
 def negf(ctx, op):
     (a,) = op.operands
     t = _ety(op.results[0])
-    _define_map(ctx, op, lambda r: f"-{ctx.expr(a, r)}" if not _is_small_float(t) else _back(t, f"-{_f(ctx, a, r)}"), hint="neg")
+    _define_map(ctx, op, lambda r: f"-{ctx.expr(a, r)}" if not _is_small_float(t) else _back(t, f"-{_f(ctx, a, r)}"),
+                hint="neg")
 
 
 _MAXIMUM = """inline float tmps_maximumf(float a, float b) {
@@ -199,7 +200,7 @@ _MATH_F = {
     "math.atan": "atan({0})", "math.asinh": "asinh({0})", "math.acosh": "acosh({0})", "math.atanh": "atanh({0})",
     "math.absf": "fabs({0})", "math.floor": "floor({0})", "math.ceil": "ceil({0})",
     "math.trunc": "trunc({0})", "math.round": "round({0})", "math.roundeven": "rint({0})",
-    "math.erf": "tmps_erf({0})", "math.erfc": "(1.0f - tmps_erf({0}))", "math.log1p": "tmps_log1p({0})",
+    "math.erf": "tmps_erf({0})", "math.erfc": "tmps_erfc({0})", "math.log1p": "tmps_log1p({0})",
     "math.expm1": "tmps_expm1({0})", "math.cbrt": "tmps_cbrt({0})",
     "math.fma": "fma({0}, {1}, {2})", "math.powf": "pow({0}, {1})", "math.atan2": "atan2({0}, {1})",
     "math.copysign": "copysign({0}, {1})",
@@ -212,7 +213,8 @@ _FLOAT_HELPERS = {
   float z = fabs(x);
   if (z < 0.5f) {
     float z2 = x * x;
-    return x * (1.1283791671f + z2 * (-0.3761263890f + z2 * (0.1128379167f + z2 * (-0.0268661706f + z2 * 0.0052239776f))));
+    return x * (1.1283791671f + z2 * (-0.3761263890f + z2 * (0.1128379167f +
+                z2 * (-0.0268661706f + z2 * 0.0052239776f))));
   }
   float t = 1.0f / (1.0f + 0.5f * z);
   float r = t * exp(-z * z - 1.26551223f + t * (1.00002368f + t * (0.37409196f + t * (0.09678418f +
@@ -223,7 +225,8 @@ _FLOAT_HELPERS = {
 """,
     "tmps_log1p": """inline float tmps_log1p(float x) {
   float u = 1.0f + x;
-  return u == 1.0f ? x : log(u) * (x / (u - 1.0f));
+  if (u == 1.0f || u == INFINITY) return u == 1.0f ? x : u;  // log1p(-inf) stays NaN below
+  return log(u) * (x / (u - 1.0f));
 }
 """,
     "tmps_expm1": """inline float tmps_expm1(float x) {
@@ -245,10 +248,17 @@ _FLOAT_HELPERS = {
 }
 
 
-def _math_expr(ctx, template: str, args: list[str]) -> str:
-    for name, text in _FLOAT_HELPERS.items():
-        if name in template:
+def _use_helpers(ctx, template: str) -> None:
+    """Emit the program-scope helpers `template` calls (tmps_erf before tmps_erfc, which uses it)."""
+    for name, text in list(_FLOAT_HELPERS.items()) + list(_EXTERN_HELPERS.items()):
+        if name + "(" in template:
+            if name == "tmps_erfc":
+                _helper(ctx, "tmps_erf", _FLOAT_HELPERS["tmps_erf"])
             _helper(ctx, name, text)
+
+
+def _math_expr(ctx, template: str, args: list[str]) -> str:
+    _use_helpers(ctx, template)
     return template.format(*args)
 
 
@@ -260,38 +270,165 @@ def float_math(ctx, op):
                 hint=op.name.split(".")[1])
 
 
-# libdevice names (Triton's extern_elementwise) -> templates over float args
-_LIBDEVICE = {
-    "exp": "exp({0})", "exp2": "exp2({0})", "exp10": "exp10({0})", "log": "log({0})", "log2": "log2({0})",
-    "log10": "log10({0})", "sqrt": "sqrt({0})", "rsqrt": "rsqrt({0})", "sin": "sin({0})", "cos": "cos({0})",
-    "tan": "tan({0})", "tanh": "tanh({0})", "sinh": "sinh({0})", "cosh": "cosh({0})", "asin": "asin({0})",
-    "acos": "acos({0})", "atan": "atan({0})", "asinh": "asinh({0})", "acosh": "acosh({0})",
-    "atanh": "atanh({0})", "fabs": "fabs({0})", "floor": "floor({0})", "ceil": "ceil({0})",
-    "trunc": "trunc({0})", "round": "round({0})", "rint": "rint({0})", "nearbyint": "rint({0})",
-    "erf": "tmps_erf({0})", "erfc": "(1.0f - tmps_erf({0}))", "log1p": "tmps_log1p({0})",
-    "expm1": "tmps_expm1({0})", "cbrt": "tmps_cbrt({0})", "pow": "pow({0}, {1})", "powf": "pow({0}, {1})",
-    "atan2": "atan2({0}, {1})", "fmod": "fmod({0}, {1})", "fmin": "fmin({0}, {1})", "fmax": "fmax({0}, {1})",
-    "copysign": "copysign({0}, {1})", "hypot": "sqrt({0} * {0} + {1} * {1})", "fma": "fma({0}, {1}, {2})",
-    "div_rn": "precise::divide({0}, {1})", "sqrt_rn": "precise::sqrt({0})", "fdiv_rn": "precise::divide({0}, {1})",
-    "isnan": "isnan({0})", "isinf": "isinf({0})", "signbit": "signbit({0})", "finitef": "isfinite({0})",
-    "isfinited": "isfinite({0})",
+# tt.extern_elementwise: the symbols of triton_mps/language/libdevice.py (what `tl.extra.libdevice`
+# resolves to on this backend) -> Metal expressions. Float symbols get their float arguments
+# widened to float ({0}, {1}, {2}) and their float result rounded back to half/bfloat once.
+# precise:: where Triton expects IEEE-like results (kernels may be built with fast math on Mac);
+# fast:: only for the fast_* names. {T} is the result's MSL type, {UA} arg 0's unsigned type.
+_EXTERN = {
+    "tmps_floor": "floor({0})", "tmps_ceil": "ceil({0})", "tmps_trunc": "trunc({0})", "tmps_round": "round({0})",
+    "tmps_rint": "rint({0})", "tmps_fabs": "fabs({0})", "tmps_saturate": "fmin(fmax({0}, 0.0f), 1.0f)",
+    "tmps_exp": "precise::exp({0})", "tmps_exp2": "precise::exp2({0})", "tmps_exp10": "precise::exp10({0})",
+    "tmps_log": "precise::log({0})", "tmps_log2": "precise::log2({0})", "tmps_log10": "precise::log10({0})",
+    "tmps_sqrt": "precise::sqrt({0})", "tmps_rsqrt": "precise::rsqrt({0})", "tmps_rcp": "precise::divide(1.0f, {0})",
+    "tmps_sin": "precise::sin({0})", "tmps_cos": "precise::cos({0})", "tmps_tan": "precise::tan({0})",
+    "tmps_sinpi": "precise::sinpi({0})", "tmps_cospi": "precise::cospi({0})", "tmps_asin": "precise::asin({0})",
+    "tmps_acos": "precise::acos({0})", "tmps_atan": "precise::atan({0})", "tmps_sinh": "precise::sinh({0})",
+    "tmps_cosh": "precise::cosh({0})", "tmps_tanh": "precise::tanh({0})", "tmps_asinh": "precise::asinh({0})",
+    "tmps_acosh": "precise::acosh({0})", "tmps_atanh": "precise::atanh({0})",
+    "tmps_expm1": "tmps_expm1({0})", "tmps_log1p": "tmps_log1p({0})", "tmps_erf": "tmps_erf({0})",
+    "tmps_erfc": "tmps_erfc({0})", "tmps_cbrt": "tmps_cbrt({0})", "tmps_rcbrt": "precise::divide(1.0f, tmps_cbrt({0}))",
+    "tmps_fast_exp": "fast::exp({0})", "tmps_fast_exp10": "fast::exp10({0})", "tmps_fast_log": "fast::log({0})",
+    "tmps_fast_log2": "fast::log2({0})", "tmps_fast_log10": "fast::log10({0})", "tmps_fast_sin": "fast::sin({0})",
+    "tmps_fast_cos": "fast::cos({0})", "tmps_fast_tan": "fast::tan({0})", "tmps_fast_tanh": "fast::tanh({0})",
+    "tmps_pow": "precise::pow({0}, {1})", "tmps_powi": "tmps_powi({0}, {1})", "tmps_atan2": "precise::atan2({0}, {1})",
+    "tmps_fmod": "fmod({0}, {1})", "tmps_remainder": "tmps_remainder({0}, {1})", "tmps_fmin": "fmin({0}, {1})",
+    "tmps_fmax": "fmax({0}, {1})", "tmps_copysign": "copysign({0}, {1})", "tmps_fdim": "fdim({0}, {1})",
+    "tmps_hypot": "tmps_hypot({0}, {1})", "tmps_rhypot": "precise::divide(1.0f, tmps_hypot({0}, {1}))",
+    "tmps_nextafter": "tmps_nextafter({0}, {1})", "tmps_div_rn": "precise::divide({0}, {1})",
+    "tmps_fast_divide": "fast::divide({0}, {1})", "tmps_fast_pow": "fast::pow({0}, {1})",
+    "tmps_add": "({0} + {1})", "tmps_sub": "({0} - {1})", "tmps_mul": "({0} * {1})",
+    "tmps_fma": "fma({0}, {1}, {2})", "tmps_ldexp": "ldexp({0}, {1})",
+    # float -> int / bool-like int
+    "tmps_ilogb": "tmps_ilogb({0})", "tmps_isnan": "isnan({0})", "tmps_isinf": "isinf({0})",
+    "tmps_isfinite": "isfinite({0})", "tmps_signbit": "signbit({0})",
+    "tmps_f2i_rint": "tmps_f2i_{T}(rint({0}))", "tmps_f2i_trunc": "tmps_f2i_{T}(trunc({0}))",
+    "tmps_f2i_floor": "tmps_f2i_{T}(floor({0}))", "tmps_f2i_ceil": "tmps_f2i_{T}(ceil({0}))",
+    "tmps_f2i_round": "tmps_f2i_{T}(round({0}))", "tmps_f2u_rint": "tmps_f2u_{T}(rint({0}))",
+    "tmps_f2u_trunc": "tmps_f2u_{T}(trunc({0}))", "tmps_f2u_floor": "tmps_f2u_{T}(floor({0}))",
+    "tmps_f2u_ceil": "tmps_f2u_{T}(ceil({0}))",
+    # integers (raw arguments)
+    "tmps_iabs": "{0} < 0 ? ({UA})0 - ({UA}){0} : ({UA}){0}", "tmps_clz": "clz(({UA}){0})",
+    "tmps_popc": "popcount(({UA}){0})", "tmps_ffs": "{0} == 0 ? 0 : (int)ctz(({UA}){0}) + 1",
+    "tmps_brev": "reverse_bits(({UA}){0})", "tmps_mulhi": "mulhi({0}, {1})",
+    "tmps_umulhi": "mulhi(({UA}){0}, ({UA}){1})",
+    "tmps_hadd": "({0} >> 1) + ({1} >> 1) + ({0} & {1} & 1)",
+    "tmps_rhadd": "({0} >> 1) + ({1} >> 1) + (({0} | {1}) & 1)",
+    "tmps_uhadd": "(({UA}){0} >> 1) + (({UA}){1} >> 1) + (({UA}){0} & ({UA}){1} & 1u)",
+    "tmps_urhadd": "(({UA}){0} >> 1) + (({UA}){1} >> 1) + ((({UA}){0} | ({UA}){1}) & 1u)",
+    "tmps_i2f": "(float){0}", "tmps_u2f": "(float)({UA}){0}", "tmps_bitcast": "as_type<{T}>({0})",
 }
+
+_EXTERN_HELPERS = {
+    "tmps_erfc": """inline float tmps_erfc(float x) {
+  // Same fit as tmps_erf, kept as erfc for x >= 0.5 so that the tail keeps its relative accuracy.
+  float z = fabs(x);
+  if (z < 0.5f) return 1.0f - tmps_erf(x);
+  float t = 1.0f / (1.0f + 0.5f * z);
+  float r = t * exp(-z * z - 1.26551223f + t * (1.00002368f + t * (0.37409196f + t * (0.09678418f +
+            t * (-0.18628806f + t * (0.27886807f + t * (-1.13520398f + t * (1.48851587f +
+            t * (-0.82215223f + t * 0.17087277f)))))))));
+  return x >= 0.0f ? r : 2.0f - r;
+}
+""",
+    "tmps_powi": """inline float tmps_powi(float x, int n) {
+  // by squaring, as CUDA's powi; 1/x^|n| for negative n
+  uint m = n < 0 ? 0u - (uint)n : (uint)n;
+  float r = 1.0f, b = x;
+  while (m != 0u) { if (m & 1u) r *= b; b *= b; m >>= 1; }
+  return n < 0 ? 1.0f / r : r;
+}
+""",
+    "tmps_remainder": """inline float tmps_remainder(float x, float y) {
+  // IEEE remainder: x - n*y with n = x/y rounded to nearest even, from the exact fmod.
+  if (x != x || y != y || isinf(x) || y == 0.0f) return NAN;
+  if (isinf(y)) return x;
+  float ay = fabs(y);
+  float r = fmod(fabs(x), ay);  // exact, in [0, |y|)
+  float n_odd = fmod(fabs(x) - r, 2.0f * ay) != 0.0f ? 1.0f : 0.0f;  // only matters for a tie
+  float two_r = 2.0f * r;
+  if (two_r > ay || (two_r == ay && n_odd != 0.0f)) r -= ay;
+  return copysign(1.0f, x) * r;
+}
+""",
+    "tmps_hypot": """inline float tmps_hypot(float x, float y) {
+  float a = fabs(x), b = fabs(y);
+  if (isinf(a) || isinf(b)) return INFINITY;
+  if (a != a || b != b) return NAN;
+  float m = fmax(a, b), n = fmin(a, b);
+  if (m == 0.0f) return 0.0f;
+  float q = n / m;  // scaled: no overflow or underflow of the squares
+  return m * sqrt(1.0f + q * q);
+}
+""",
+    "tmps_nextafter": """inline float tmps_nextafter(float x, float y) {
+  if (x != x || y != y) return x + y;
+  if (x == y) return y;
+  if (x == 0.0f) return copysign(as_type<float>(1u), y);
+  uint u = as_type<uint>(x);
+  u = ((x < y) == (x > 0.0f)) ? u + 1u : u - 1u;
+  return as_type<float>(u);
+}
+""",
+    "tmps_ilogb": """inline int tmps_ilogb(float x) {
+  // CUDA's conventions: ilogb(0) = ilogb(NaN) = INT_MIN, ilogb(inf) = INT_MAX
+  if (x != x || x == 0.0f) return (int)0x80000000u;
+  if (isinf(x)) return 0x7fffffff;
+  uint e = (as_type<uint>(x) >> 23) & 0xffu;
+  if (e != 0u) return (int)e - 127;
+  return -118 - (int)clz(as_type<uint>(x) & 0x7fffffu);  // subnormal: m * 2^-149
+}
+""",
+}
+
+
+def _f2i_helper(ctx, t: ScalarType, signed: bool) -> None:
+    """Float -> integer that saturates and maps NaN to 0 (CUDA's float2int_* semantics).
+    `t` is the signless result type; `signed` says how to read the integer range."""
+    s, u, bits = t.msl(), t.msl_unsigned(), t.bits
+    lo = f"-{float(2 ** (bits - 1))!r}f" if signed else "0.0f"
+    hi = f"{float(2 ** (bits - 1 if signed else bits))!r}f"
+    lo_val = f"({s})(({u})1 << {bits - 1})" if signed else f"({s})0"
+    hi_val = f"({s})~{lo_val}" if signed else f"({s})~({u})0"
+    kind = "f2i" if signed else "f2u"
+    conv = f"({s})r" if signed else f"({s})({u})r"
+    _helper(ctx, f"{kind}_{s}", f"""inline {s} tmps_{kind}_{s}(float r) {{
+  if (r != r) return 0;
+  if (r >= {hi}) return {hi_val};
+  if (r <= {lo}) return {lo_val};
+  return {conv};
+}}
+""")
+
+
+def _extern_expr(ctx, op, tpl: str, r: int) -> str:
+    args = [_f(ctx, a, r) for a in op.operands]
+    t = _ety(op.results[0])
+    a0 = _ety(op.operands[0])
+    _use_helpers(ctx, tpl)
+    if "tmps_f2i_" in tpl or "tmps_f2u_" in tpl:
+        _f2i_helper(ctx, t, "tmps_f2i_" in tpl)
+    ua = a0.msl_unsigned() if isinstance(a0, ScalarType) and not a0.is_float else ""
+    return tpl.format(*args, T=t.msl(), UA=ua)
 
 
 @lowers("tt.extern_elementwise")
 def extern_elementwise(ctx, op):
-    sym = (op.attr("symbol") or "").strip('"')
-    name = re.sub(r"^__nv_", "", sym)
-    base = name[:-1] if name.endswith("f") and name[:-1] in _LIBDEVICE else name
-    tpl = _LIBDEVICE.get(base)
+    sym = (op.attr("symbol") or "").strip().strip('"')
+    tpl = _EXTERN.get(sym)
+    if tpl is None:
+        hint = ""
+        if sym.startswith(("__nv_", "__ocml_")):
+            hint = ": a CUDA/HIP library symbol; call tl.extra.libdevice.<fn>, which this backend maps to Metal"
+        else:
+            hint = ": not a libdevice function this backend maps to Metal"
+        ctx.error(op, f"extern function '{sym}'{hint}")
     res = op.results[0]
     t = _ety(res)
-    if tpl is None or not (t.is_float or base in ("isnan", "isinf", "signbit", "finitef", "isfinited")):
-        ctx.error(op, f"extern function '{sym}' has no Metal equivalent in this backend")
     if t.is_float:
-        _define_map(ctx, op, lambda r: _back(t, _math_expr(ctx, tpl, [_f(ctx, a, r) for a in op.operands])), hint=base)
+        _define_map(ctx, op, lambda r: _back(t, _extern_expr(ctx, op, tpl, r)), hint=sym[5:])
     else:
-        _define_map(ctx, op, lambda r: f"({t.msl()})({_math_expr(ctx, tpl, [_f(ctx, a, r) for a in op.operands])})", hint=base)
+        _define_map(ctx, op, lambda r: f"({t.msl()})({_extern_expr(ctx, op, tpl, r)})", hint=sym[5:])
 
 
 # ---------------------------------------------------------------------------------------------
@@ -376,7 +513,8 @@ inline {s} tmps_ceildivui_{s}({s} a, {s} b) {{
     return s
 
 
-@lowers("arith.divsi", "arith.divui", "arith.remsi", "arith.remui", "arith.floordivsi", "arith.ceildivsi", "arith.ceildivui")
+@lowers("arith.divsi", "arith.divui", "arith.remsi", "arith.remui", "arith.floordivsi", "arith.ceildivsi",
+        "arith.ceildivui")
 def int_div(ctx, op):
     a, b = op.operands
     t = _ety(op.results[0])
@@ -407,7 +545,9 @@ def int_minmax(ctx, op):
 def absi(ctx, op):
     (a,) = op.operands
     t = _ety(op.results[0])
-    _define_map(ctx, op, lambda r: f"({t.msl()})({ctx.expr(a, r)} < 0 ? ({t.msl_unsigned()})0 - {_u(t, ctx.expr(a, r))} : {_u(t, ctx.expr(a, r))})", hint="abs")
+    u = t.msl_unsigned()
+    _define_map(ctx, op, lambda r: f"({t.msl()})({ctx.expr(a, r)} < 0 ? ({u})0 - {_u(t, ctx.expr(a, r))} : "
+                                   f"{_u(t, ctx.expr(a, r))})", hint="abs")
 
 
 @lowers("math.ctlz", "math.cttz", "math.ctpop")
@@ -434,7 +574,8 @@ def mulhiui(ctx, op):
 
 _CMPI = ["==", "!=", "<", "<=", ">", ">=", "<", "<=", ">", ">="]
 _CMPI_NAMES = ["eq", "ne", "slt", "sle", "sgt", "sge", "ult", "ule", "ugt", "uge"]
-_CMPF_NAMES = ["false", "oeq", "ogt", "oge", "olt", "ole", "one", "ord", "ueq", "ugt", "uge", "ult", "ule", "une", "uno", "true"]
+_CMPF_NAMES = ["false", "oeq", "ogt", "oge", "olt", "ole", "one", "ord",
+               "ueq", "ugt", "uge", "ult", "ule", "une", "uno", "true"]
 
 
 def _predicate(op, names) -> int:
@@ -577,7 +718,8 @@ def float_casts(ctx, op):
             ctx.error(op, f"conversion involving {t} is not supported by the Metal backend (fp8/fp64)")
     rounding = (op.attr("rounding") or "").lower()
     try:
-        _define_map(ctx, op, lambda r: _float_convert(ctx, src, dst, ctx.expr(a, r), "rtz" if "rtz" in rounding else ""), hint="cvt")
+        mode = "rtz" if "rtz" in rounding else ""
+        _define_map(ctx, op, lambda r: _float_convert(ctx, src, dst, ctx.expr(a, r), mode), hint="cvt")
     except ValueError as exc:
         ctx.error(op, str(exc))
 

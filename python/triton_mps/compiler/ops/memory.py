@@ -250,11 +250,20 @@ def _atomic(ctx: LoweringContext, op: Op, make_call) -> None:
             stmt = f"{names[r]} = {make_call(r)};"
             e.line(f"if ({ctx.expr(mask, r)}) {stmt}" if mask is not None else stmt)
 
+    # A scalar atomic runs in thread 0 only, so its ordering (Triton's default sem is acq_rel)
+    # must cover the whole program: a release waits until every thread's device writes are done
+    # (a lock's release must not overtake the stores it protects); an acquire precedes every
+    # thread's later device accesses. Metal device atomics themselves are relaxed.
+    sem = next((s for s in ("acq_rel", "release", "acquire", "relaxed") if f" {s}," in op.text), "acq_rel")
+    if not is_tensor and sem in ("acq_rel", "release"):
+        e.line("threadgroup_barrier(mem_flags::mem_device);")
     if owner:
         with e.block(f"if ({owner})"):
             body()
     else:
         body()
+    if not is_tensor and sem in ("acq_rel", "acquire"):
+        e.line("threadgroup_barrier(mem_flags::mem_device);")
     if not is_tensor:
         if used:
             buf = ctx.scratch(8, t)

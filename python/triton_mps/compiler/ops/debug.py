@@ -1,0 +1,277 @@
+"""Device assert and print (tt.assert, tt.print) through a host-visible record buffer.
+
+Metal compute kernels have no printf (os_log needs MSL 3.2 on macOS 15) and no way to abort a
+dispatch, so a kernel with asserts or prints gets one hidden buffer, `device uint* tmps_dbg`,
+bound after every argument (see abi.py). The launcher allocates it per launch, zeroes word 0,
+and after the dispatch completed decodes it (`report`): prints are written to stdout, failed
+asserts raise DeviceAssertionError naming the kernel, the Python line and the message.
+
+Buffer format (32-bit words): word 0 counts records reserved (atomically; records past
+CAPACITY are counted but dropped), words 1..7 are reserved, then fixed records of 8 words:
+    site, pid.x, pid.y, pid.z, operand, element index (row-major; NO_INDEX for scalars),
+    value bits low, value bits high
+Sites (what each tt.assert / tt.print is: message, file, line, operand types and shapes) live
+in the kernel's metadata, not in the buffer. Values: floats as fp32 bits (f16/bf16 widen
+exactly), integers sign-extended to 64 bits (printed per the op's isSigned), pointers as
+addresses. Unlike CUDA, a failed assert does not stop the kernel: the dispatch runs to the end
+and the error is raised after it.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+
+import numpy as np
+
+from ..ir import Block, Module, Op
+from ..lowering import LoweringContext, lowers
+from ..types import PointerType, TensorType, elem_of
+
+CAPACITY = 8192  # records per launch
+HEADER_WORDS = 8
+RECORD_WORDS = 8
+NO_INDEX = 0xFFFFFFFF
+DEBUG_OPS = ("tt.assert", "tt.print")
+
+
+class DeviceAssertionError(AssertionError):
+    """A device-side assertion (tl.device_assert / `assert` with debug=True) failed."""
+
+    def __init__(self, message: str, *, kernel: str, file: str, line: int, failures: int):
+        self.kernel = kernel
+        self.file = file
+        self.line = line
+        self.failures = failures
+        super().__init__(message)
+
+
+def buffer_words() -> int:
+    return HEADER_WORDS + CAPACITY * RECORD_WORDS
+
+
+def module_uses_debug(module: Module) -> bool:
+    """Whether any function of the module has a tt.assert or tt.print (decided before lowering,
+    since the debug buffer takes a binding)."""
+
+    def visit(block: Block) -> bool:
+        for op in block.ops:
+            if op.name in DEBUG_OPS:
+                return True
+            for region in op.regions:
+                if any(visit(b) for b in region.blocks):
+                    return True
+        return False
+
+    return any(visit(f.body) for f in module.functions.values())
+
+
+def metadata(state, binding: int) -> dict:
+    return {"binding": binding, "capacity": CAPACITY, "sites": list(state.debug_sites)}
+
+
+# ---- lowering ----------------------------------------------------------------------------------
+
+def _put_helper(ctx: LoweringContext) -> str:
+    fn = "tmps_dbg_put"
+    ctx.e.helper(fn, f"""inline void {fn}(device uint* d, uint site, uint3 pid, uint operand, uint idx, ulong bits) {{
+  // Reserve a record slot; past the capacity the count still grows (the host reports drops).
+  uint slot = atomic_fetch_add_explicit((device atomic_uint*)d, 1u, memory_order_relaxed);
+  if (slot >= {CAPACITY}u) return;
+  device uint* r = d + {HEADER_WORDS}u + slot * {RECORD_WORDS}u;
+  r[0] = site; r[1] = pid.x; r[2] = pid.y; r[3] = pid.z;
+  r[4] = operand; r[5] = idx; r[6] = (uint)bits; r[7] = (uint)(bits >> 32);
+}}
+""")
+    return fn
+
+
+def _check_context(ctx: LoweringContext, op: Op, what: str) -> None:
+    if not ctx.func.public:
+        ctx.error(op, f"{what} inside the noinline function '{ctx.func.name}' is not supported "
+                      "(only in the kernel itself or in inlined functions)")
+
+
+_STR_RE = re.compile(r'"((?:[^"\\]|\\.)*)"')
+
+
+def _string_attr(op: Op) -> str:
+    """The op's first string literal (MLIR escapes non-printables as \\XX hex)."""
+    m = _STR_RE.search(op.text)
+    if not m:
+        return ""
+    raw = m.group(1)
+    return re.sub(r"\\([0-9A-Fa-f]{2})", lambda x: chr(int(x.group(1), 16)),
+                  raw.replace('\\"', '"')).replace("\\\\", "\\")
+
+
+def _value_kind(ctx: LoweringContext, op: Op, v) -> dict:
+    et = elem_of(v.type)
+    if isinstance(et, PointerType):
+        return {"kind": "ptr", "bits": 64}
+    name = getattr(et, "name", str(et))
+    if getattr(et, "is_float", False):
+        if name not in ("f16", "bf16", "f32"):
+            ctx.error(op, f"printing {name} values is not supported")
+        return {"kind": "float", "bits": et.bits}
+    if name == "i1":
+        return {"kind": "bool", "bits": 1}
+    if getattr(et, "is_int", False):
+        return {"kind": "int", "bits": et.bits}
+    ctx.error(op, f"printing values of type {et} is not supported")
+
+
+def _bits_expr(kind: dict, x: str) -> str:
+    k = kind["kind"]
+    if k == "float":
+        return f"(ulong)as_type<uint>((float)({x}))"
+    if k == "bool":
+        return f"(ulong)(({x}) ? 1u : 0u)"
+    if k == "ptr":
+        return f"(ulong)({x})"
+    return f"(ulong)(long)({x})"
+
+
+def _emit_records(ctx: LoweringContext, site: int, operand: int, v, cond=None) -> None:
+    """One record per element of v this thread owns (per scalar: thread 0); `cond(r)` (an MSL
+    bool expression) limits the records to elements where it holds."""
+    put = _put_helper(ctx)
+    e = ctx.e
+    kind = _value_kind(ctx, ctx.current_op, v) if cond is None else None
+    if isinstance(v.type, TensorType):
+        lay = ctx.layout(v)
+        owner, regs = ctx.owner_predicate(lay), lay.owned_regs()
+    else:
+        lay, owner, regs = None, "tmps_tid == 0u", [0]
+
+    def body():
+        for r in regs:
+            idx = ctx.linear_index(lay, r) if lay is not None else f"{NO_INDEX}u"
+            bits = "0ul" if kind is None else _bits_expr(kind, ctx.expr(v, r))
+            stmt = f"{put}(tmps_dbg, {site}u, tmps_pid, {operand}u, {idx}, {bits});"
+            e.line(f"if ({cond(r)}) {stmt}" if cond is not None else stmt)
+
+    if owner:
+        with e.block(f"if ({owner})"):
+            body()
+    else:
+        body()
+
+
+def _shape(v) -> list[int]:
+    return list(v.type.shape) if isinstance(v.type, TensorType) else []
+
+
+@lowers("tt.assert")
+def device_assert(ctx: LoweringContext, op: Op):
+    _check_context(ctx, op, "device_assert")
+    cond = op.operands[0]
+    site = len(ctx.state.debug_sites)
+    ctx.state.debug_sites.append({"kind": "assert", "message": _string_attr(op), "file": op.file,
+                                  "line": op.line, "shape": _shape(cond)})
+    _emit_records(ctx, site, 0, cond, cond=lambda r: f"!({ctx.expr(cond, r)})")
+
+
+@lowers("tt.print")
+def device_print(ctx: LoweringContext, op: Op):
+    _check_context(ctx, op, "device_print")
+    hex_ = (op.attr("hex") or "false").startswith("true")
+    signed = op.array_attr("isSigned") or []
+    operands = []
+    for i, v in enumerate(op.operands):
+        k = _value_kind(ctx, op, v)
+        k["signed"] = bool(signed[i]) if i < len(signed) else True
+        k["shape"] = _shape(v)
+        operands.append(k)
+    site = len(ctx.state.debug_sites)
+    ctx.state.debug_sites.append({"kind": "print", "prefix": _string_attr(op), "hex": hex_, "file": op.file,
+                                  "line": op.line, "operands": operands})
+    if not op.operands:
+        put = _put_helper(ctx)
+        ctx.e.line(f"if (tmps_tid == 0u) {put}(tmps_dbg, {site}u, tmps_pid, {NO_INDEX}u, {NO_INDEX}u, 0ul);")
+        return
+    for i, v in enumerate(op.operands):
+        _emit_records(ctx, site, i, v)
+
+
+# ---- host side: decoding after the dispatch ----------------------------------------------------
+
+def _value_text(operand: dict, lo: int, hi: int, hex_: bool) -> str:
+    bits64 = lo | (hi << 32)
+    k = operand["kind"]
+    if k == "float":
+        f = np.array([lo], dtype=np.uint32).view(np.float32)[0]
+        return f"0x{lo:08x}" if hex_ else str(f)
+    if k == "ptr":
+        return f"0x{bits64:x}"
+    if k == "bool":
+        return str(lo & 1)
+    nbits = operand["bits"]
+    u = bits64 & ((1 << nbits) - 1)
+    if hex_:
+        return f"0x{u:0{max(nbits // 4, 1)}x}"
+    if operand.get("signed", True) and u >> (nbits - 1):
+        u -= 1 << nbits
+    return str(u)
+
+
+def _unravel(index: int, shape: list[int]) -> tuple[int, ...]:
+    if index == NO_INDEX or not shape:
+        return ()
+    return tuple(int(i) for i in np.unravel_index(index, shape))
+
+
+def decode(words: np.ndarray, debug: dict) -> tuple[list[tuple], int]:
+    """Records of a debug buffer, sorted by (program, site, operand, element) and otherwise in
+    slot order; returns (records, dropped). A record: (site, pid, operand, index, lo, hi)."""
+    words = np.asarray(words).view(np.uint32)
+    count = int(words[0])
+    kept = min(count, int(debug.get("capacity", CAPACITY)))
+    recs = words[HEADER_WORDS:HEADER_WORDS + kept * RECORD_WORDS].reshape(kept, RECORD_WORDS)
+    out = [(int(r[0]), (int(r[1]), int(r[2]), int(r[3])), int(r[4]), int(r[5]), int(r[6]), int(r[7]))
+           for r in recs]
+    out.sort(key=lambda t: (t[1][2], t[1][1], t[1][0], t[0], t[2], t[3]))
+    return out, count - kept
+
+
+def report(words: np.ndarray, debug: dict, kernel: str, out=None) -> None:
+    """Print the kernel's device prints; raise DeviceAssertionError if an assert failed."""
+    out = out or sys.stdout
+    sites = debug["sites"]
+    records, dropped = decode(words, debug)
+    failed = []
+    for site_id, pid, operand, index, lo, hi in records:
+        if site_id >= len(sites):
+            raise RuntimeError(f"kernel '{kernel}': corrupt debug buffer (site {site_id} of {len(sites)})")
+        site = sites[site_id]
+        pid_text = f"pid ({pid[0]}, {pid[1]}, {pid[2]})"
+        if site["kind"] == "assert":
+            failed.append((site, pid, _unravel(index, site["shape"])))
+            continue
+        prefix = site["prefix"].strip()
+        if operand == NO_INDEX:
+            print(f"{pid_text} {prefix}".rstrip(), file=out)
+            continue
+        od = site["operands"][operand]
+        idx = _unravel(index, od["shape"])
+        label = prefix.rstrip(":").rstrip()
+        if len(site["operands"]) > 1:
+            label += f" (operand {operand})"
+        idx_text = ", ".join(str(i) for i in idx)
+        print(f"{pid_text} idx ({idx_text}) {label}: {_value_text(od, lo, hi, site['hex'])}", file=out)
+    if dropped:
+        print(f"triton-mps: kernel '{kernel}': {dropped} device print/assert records dropped "
+              f"(more than {debug.get('capacity', CAPACITY)} in one launch)", file=sys.stderr)
+    if failed or (dropped and any(s["kind"] == "assert" for s in sites) and not records):
+        if not failed:
+            raise DeviceAssertionError(f"kernel '{kernel}': device assertion failed (records dropped)",
+                                       kernel=kernel, file="", line=0, failures=dropped)
+        site, pid, idx = failed[0]
+        where = f"{site['file']}:{site['line']}" if site["file"] else f"line {site['line']}"
+        msg = site["message"] or "assertion failed"
+        elem = f", element ({', '.join(map(str, idx))})" if idx else ""
+        n = len(failed) + dropped
+        raise DeviceAssertionError(
+            f"kernel '{kernel}', {where}: device assertion failed: {msg} "
+            f"(program ({pid[0]}, {pid[1]}, {pid[2]}){elem}; {n} failing element{'s' if n != 1 else ''})",
+            kernel=kernel, file=site["file"], line=site["line"], failures=n)

@@ -1,0 +1,172 @@
+"""`tl.extra.libdevice` for the mps backend.
+
+The backend's `get_module_map()` maps `triton.language.extra.libdevice` (and the CUDA/HIP
+libdevice modules, whose names are the same) to this module, so `libdevice.tanh(x)` in a kernel
+calls `tanh` below. Each function emits `tt.extern_elementwise` with a symbol of our own
+("tmps_<name>"); the TTGIR -> MSL compiler (compiler/ops/elementwise.py, `_EXTERN`) lowers each
+symbol to a Metal expression.
+
+Types: float functions take fp32, fp16 and bf16 (fp16/bf16 are computed in float and rounded
+back once, as Triton's other backends do). There is no fp64 on Metal: fp64 arguments, and any
+other type combination not listed, are rejected here with the accepted combinations. Names
+Triton's libdevice has but we do not map (the rz/rd/ru rounding variants, Bessel functions,
+fp64 conversions, ...) resolve to a function that raises a clear error when a kernel calls it.
+Return types follow CUDA's libdevice (e.g. `isnan` gives int1, `signbit` int32).
+"""
+
+from __future__ import annotations
+
+from triton.language import core
+
+_F = ("fp32", "fp16", "bf16")
+
+
+def _call(name: str, args, table: dict, _semantic, to_bool: bool = False):
+    """extern_elementwise with `table` {(arg dtype names): (symbol, result dtype name)}."""
+    tensors = [_semantic.to_tensor(a) for a in args]
+    got = tuple(t.dtype.name for t in tensors)
+    if got not in table:
+        accepted = "; ".join("(" + ", ".join(k) + ")" for k in table)
+        raise ValueError(f"libdevice.{name} on the mps backend takes {accepted}; got ({', '.join(got)})"
+                         + (" (Metal has no fp64)" if "fp64" in got else ""))
+    typed = {tuple(core.dtype(n) for n in k): (sym, core.dtype(r)) for k, (sym, r) in table.items()}
+    out = core.extern_elementwise("", "", tensors, typed, is_pure=True, _semantic=_semantic)
+    return out.to(core.int1, _semantic=_semantic) if to_bool else out
+
+
+def _same(sym: str, arity: int, types=_F) -> dict:
+    """Every argument and the result of one float type."""
+    return {(t, ) * arity: (sym, t) for t in types}
+
+
+def _fn1(name: str, table: dict, to_bool: bool = False):
+    @core.extern
+    def fn(arg0, _semantic=None):
+        return _call(name, [arg0], table, _semantic, to_bool)
+
+    fn.__name__ = fn.__qualname__ = name
+    return fn
+
+
+def _fn2(name: str, table: dict):
+    @core.extern
+    def fn(arg0, arg1, _semantic=None):
+        return _call(name, [arg0, arg1], table, _semantic)
+
+    fn.__name__ = fn.__qualname__ = name
+    return fn
+
+
+def _fn3(name: str, table: dict):
+    @core.extern
+    def fn(arg0, arg1, arg2, _semantic=None):
+        return _call(name, [arg0, arg1, arg2], table, _semantic)
+
+    fn.__name__ = fn.__qualname__ = name
+    return fn
+
+
+_G = globals()
+
+# ---- float -> float, one argument -------------------------------------------------------------
+# libdevice name -> our symbol (several names share one symbol when the meaning is the same)
+_UNARY = {
+    "floor": "tmps_floor", "ceil": "tmps_ceil", "trunc": "tmps_trunc", "round": "tmps_round",
+    "rint": "tmps_rint", "nearbyint": "tmps_rint", "exp": "tmps_exp", "exp2": "tmps_exp2",
+    "exp10": "tmps_exp10", "expm1": "tmps_expm1", "log": "tmps_log", "log2": "tmps_log2",
+    "log10": "tmps_log10", "log1p": "tmps_log1p", "sqrt": "tmps_sqrt", "sqrt_rn": "tmps_sqrt",
+    "rsqrt": "tmps_rsqrt", "rsqrt_rn": "tmps_rsqrt", "rcp_rn": "tmps_rcp", "sin": "tmps_sin",
+    "cos": "tmps_cos", "tan": "tmps_tan", "sinpi": "tmps_sinpi", "cospi": "tmps_cospi",
+    "asin": "tmps_asin", "acos": "tmps_acos", "atan": "tmps_atan", "sinh": "tmps_sinh",
+    "cosh": "tmps_cosh", "tanh": "tmps_tanh", "asinh": "tmps_asinh", "acosh": "tmps_acosh",
+    "atanh": "tmps_atanh", "erf": "tmps_erf", "erfc": "tmps_erfc", "cbrt": "tmps_cbrt",
+    "rcbrt": "tmps_rcbrt", "saturatef": "tmps_saturate",
+    # fast_* are Metal's fast:: variants (fewer guarantees, like CUDA's approximate intrinsics)
+    "fast_expf": "tmps_fast_exp", "fast_exp10f": "tmps_fast_exp10", "fast_logf": "tmps_fast_log",
+    "fast_log2f": "tmps_fast_log2", "fast_log10f": "tmps_fast_log10", "fast_sinf": "tmps_fast_sin",
+    "fast_cosf": "tmps_fast_cos", "fast_tanf": "tmps_fast_tan", "fast_tanhf": "tmps_fast_tanh",
+}
+for _name, _sym in _UNARY.items():
+    _G[_name] = _fn1(_name, _same(_sym, 1))
+
+# ---- float -> float, two / three arguments ---------------------------------------------------
+_BINARY = {
+    "pow": "tmps_pow", "atan2": "tmps_atan2", "fmod": "tmps_fmod", "remainder": "tmps_remainder",
+    "fmin": "tmps_fmin", "fmax": "tmps_fmax", "copysign": "tmps_copysign", "fdim": "tmps_fdim",
+    "hypot": "tmps_hypot", "rhypot": "tmps_rhypot", "nextafter": "tmps_nextafter",
+    "div_rn": "tmps_div_rn", "fast_dividef": "tmps_fast_divide", "fast_powf": "tmps_fast_pow",
+    "add_rn": "tmps_add", "sub_rn": "tmps_sub", "mul_rn": "tmps_mul",
+}
+for _name, _sym in _BINARY.items():
+    _table = _same(_sym, 2)
+    if _name == "pow":  # pow(float, int32) as CUDA's powi
+        _table.update({(t, "int32"): ("tmps_powi", t) for t in _F})
+    _G[_name] = _fn2(_name, _table)
+
+for _name in ("fma", "fma_rn"):
+    _G[_name] = _fn3(_name, _same("tmps_fma", 3))
+
+ldexp = _fn2("ldexp", {(t, "int32"): ("tmps_ldexp", t) for t in _F})
+scalbn = _fn2("scalbn", {(t, "int32"): ("tmps_ldexp", t) for t in _F})
+ilogb = _fn1("ilogb", {(t, ): ("tmps_ilogb", "int32") for t in _F})
+
+# ---- predicates (CUDA's result types: isnan/isinf/finitef -> int1, signbit -> int32) ---------
+isnan = _fn1("isnan", {(t, ): ("tmps_isnan", "int32") for t in _F}, to_bool=True)
+isinf = _fn1("isinf", {(t, ): ("tmps_isinf", "int32") for t in _F}, to_bool=True)
+finitef = _fn1("finitef", {(t, ): ("tmps_isfinite", "int32") for t in _F}, to_bool=True)
+signbit = _fn1("signbit", {(t, ): ("tmps_signbit", "int32") for t in _F})
+
+# ---- abs, integer functions ------------------------------------------------------------------
+abs = _fn1("abs", {**_same("tmps_fabs", 1), ("int32", ): ("tmps_iabs", "int32"), ("int64", ): ("tmps_iabs", "int64")})
+fabs = _fn1("fabs", _same("tmps_fabs", 1))
+clz = _fn1("clz", {("int32", ): ("tmps_clz", "int32"), ("int64", ): ("tmps_clz", "int32")})
+popc = _fn1("popc", {("int32", ): ("tmps_popc", "int32"), ("int64", ): ("tmps_popc", "int32")})
+ffs = _fn1("ffs", {("int32", ): ("tmps_ffs", "int32"), ("int64", ): ("tmps_ffs", "int32")})
+brev = _fn1("brev", {("int32", ): ("tmps_brev", "int32"), ("int64", ): ("tmps_brev", "int64")})
+# TTGIR integers are signless: unsigned variants need symbols of their own
+mulhi = _fn2("mulhi", {("int32", "int32"): ("tmps_mulhi", "int32"), ("uint32", "uint32"): ("tmps_umulhi", "uint32"),
+                       ("int64", "int64"): ("tmps_mulhi", "int64"), ("uint64", "uint64"): ("tmps_umulhi", "uint64")})
+hadd = _fn2("hadd", {("int32", "int32"): ("tmps_hadd", "int32"), ("uint32", "uint32"): ("tmps_uhadd", "uint32")})
+rhadd = _fn2("rhadd", {("int32", "int32"): ("tmps_rhadd", "int32"), ("uint32", "uint32"): ("tmps_urhadd", "uint32")})
+
+# ---- conversions -----------------------------------------------------------------------------
+# float -> integer with a rounding mode; out-of-range values saturate and NaN gives 0 (as CUDA)
+_ROUND = {"rn": "rint", "rz": "trunc", "rd": "floor", "ru": "ceil"}
+_INT_NAMES = {"int": "int32", "uint": "uint32", "ll": "int64", "ull": "uint64"}
+for _short, _int in _INT_NAMES.items():
+    for _mode, _how in _ROUND.items():
+        _name = f"float2{_short}_{_mode}"
+        _kind = "f2u" if _int.startswith("u") else "f2i"
+        _G[_name] = _fn1(_name, {("fp32", ): (f"tmps_{_kind}_{_how}", _int)})
+llrint = _fn1("llrint", {(t, ): ("tmps_f2i_rint", "int64") for t in _F})
+llround = _fn1("llround", {(t, ): ("tmps_f2i_round", "int64") for t in _F})
+int2float_rn = _fn1("int2float_rn", {("int32", ): ("tmps_i2f", "fp32")})
+uint2float_rn = _fn1("uint2float_rn", {("uint32", ): ("tmps_u2f", "fp32")})
+ll2float_rn = _fn1("ll2float_rn", {("int64", ): ("tmps_i2f", "fp32")})
+ull2float_rn = _fn1("ull2float_rn", {("uint64", ): ("tmps_u2f", "fp32")})
+float_as_int = _fn1("float_as_int", {("fp32", ): ("tmps_bitcast", "int32")})
+float_as_uint = _fn1("float_as_uint", {("fp32", ): ("tmps_bitcast", "uint32")})
+int_as_float = _fn1("int_as_float", {("int32", ): ("tmps_bitcast", "fp32")})
+uint_as_float = _fn1("uint_as_float", {("uint32", ): ("tmps_bitcast", "fp32")})
+
+del _name, _sym, _table, _short, _int, _mode, _how, _kind
+
+MAPPED = sorted(n for n, v in list(_G.items()) if callable(v) and getattr(v, "__triton_builtin__", False))
+
+
+def _unsupported(name: str):
+    @core.extern
+    def fn(*args, _semantic=None):
+        raise ValueError(f"libdevice.{name} is not available on the mps backend (no Metal equivalent mapped); "
+                         f"available: {', '.join(MAPPED)}")
+
+    fn.__name__ = fn.__qualname__ = name
+    return fn
+
+
+def __getattr__(name: str):
+    # Triton resolves every libdevice name a kernel's module imports, used or not: unmapped
+    # names must resolve (to a function that fails only when a kernel calls it).
+    if name.startswith("__"):
+        raise AttributeError(name)
+    return _unsupported(name)
