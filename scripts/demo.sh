@@ -7,5 +7,5 @@ PY=${PYTHON:-python3}
 [ -x .venv/bin/python ] || "$PY" -m venv .venv
 export CMAKE_BUILD_PARALLEL_LEVEL=${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)}
 .venv/bin/python -m pip install -q --upgrade pip
-.venv/bin/python -m pip install -q .
+.venv/bin/python -m pip install -q ".[demo]"
 .venv/bin/python examples/demo.py
