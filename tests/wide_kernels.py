@@ -1,5 +1,6 @@
 """Kernels with many arguments, generated as source files (Triton's JIT reads source with
-inspect, so the generated code must live in a real module). A plain helper module in tests/ (on sys.path through tests/conftest.py)."""
+inspect, so the generated code must live in a real module). A plain helper module in tests/
+(on sys.path through tests/conftest.py)."""
 
 from __future__ import annotations
 

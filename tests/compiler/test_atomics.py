@@ -62,7 +62,8 @@ def _run_rmw(kind, dtype, num_warps, nb=7, n=1000, block=128):
     for s in range(nb):
         vs = vals[s::nb]
         if kind == "add":
-            r = init[s].astype(np.int64 if dtype in ("i32", "u32") else np.float64) + vs.astype(np.int64 if dtype in ("i32", "u32") else np.float64).sum()
+            acc_t = np.int64 if dtype in ("i32", "u32") else np.float64
+            r = init[s].astype(acc_t) + vs.astype(acc_t).sum()
             if dtype in ("i32", "u32"):
                 r = np.int64(r) & 0xFFFFFFFF
                 r = np.array([r], np.uint32).view(vals.dtype)[0]
@@ -115,7 +116,8 @@ def counter_kernel(counter, out, BLOCK: tl.constexpr):
 
 @pytest.mark.parametrize("num_warps", [1, 2, 4, 8])
 def test_scalar_atomic_result(num_warps):
-    k = compile_kernel(counter_kernel, {"counter": "*i32", "out": "*i32", "BLOCK": "constexpr"}, {"BLOCK": 64}, num_warps)
+    k = compile_kernel(counter_kernel, {"counter": "*i32", "out": "*i32", "BLOCK": "constexpr"}, {"BLOCK": 64},
+                       num_warps)
     counter = np.zeros(1, np.int32)
     grid = 9
     out = poison(grid * 64, np.int32)
@@ -147,8 +149,9 @@ def test_cas(dtype, num_warps):
     val = rng.integers(10, 20, n + block).astype(npt)
     before = cur.copy()
     old = poison(n, npt)
-    k = compile_kernel(cas_kernel, {"ptr": f"*{dtype}", "cmp_ptr": f"*{dtype}", "val_ptr": f"*{dtype}", "old_ptr": f"*{dtype}",
-                                    "n": "i32", "BLOCK": "constexpr"}, {"BLOCK": block}, num_warps)
+    sig = {"ptr": f"*{dtype}", "cmp_ptr": f"*{dtype}", "val_ptr": f"*{dtype}", "old_ptr": f"*{dtype}",
+           "n": "i32", "BLOCK": "constexpr"}
+    k = compile_kernel(cas_kernel, sig, {"BLOCK": block}, num_warps)
     k(cur, cmp, val, old, n, grid=triton.cdiv(n, block))
     np.testing.assert_array_equal(old, before[:n])
     exp = np.where(before == cmp, val, before)

@@ -11,11 +11,10 @@ import pytest
 import triton
 import triton.language as tl
 import triton_mps
-from ttgir_harness import _backend, _run_ttgir, _run_ttir, compile_kernel, make_ttgir, poison
-from wide_kernels import wide_kernel, wide_reference
-
 from triton_mps.compiler import CompilationError, compile_ttgir
 from triton_mps.compiler.ops import debug as dbg
+from ttgir_harness import _backend, _run_ttgir, _run_ttir, compile_kernel, make_ttgir, poison
+from wide_kernels import wide_kernel, wide_reference
 
 
 def _sim():
@@ -229,19 +228,29 @@ def test_kernel_without_debug_ops_has_no_debug_buffer():
 @triton.jit(noinline=True)
 def _noisy(x):
     tl.device_print("inside", x)
-    return x
+    tl.device_assert(x > 0, "x must be positive in the callee")
+    return x * 2
 
 
 @triton.jit
 def calls_noisy(x_ptr):
-    tl.store(x_ptr, _noisy(tl.load(x_ptr)))
+    tl.store(x_ptr, _noisy(_noisy(tl.load(x_ptr))))
 
 
-def test_print_in_noinline_function_is_an_error():
-    sig = {"x_ptr": "*fp32"}
-    with pytest.raises(CompilationError) as e:
-        compile_debug(calls_noisy, sig, {}, 1)
-    assert "tt.print" in str(e.value) and "calls_noisy" in str(e.value) and "noinline" in str(e.value)
+def test_print_and_assert_in_noinline_function():
+    """The callee gets the debug buffer: its print and assert report from every call."""
+    cm, k = compile_debug(calls_noisy, {"x_ptr": "*fp32"}, {}, 1)
+    assert sum(s["kind"] == "print" for s in cm.debug["sites"]) == 1  # one callee, emitted once
+    x = np.array([1.5], dtype=np.float32)
+    text, err = run_debug(cm, k, x, grid=(2, 1, 1), num_warps=1)
+    assert err is None
+    lines = sorted(text.splitlines())
+    # Programs race on x[0]; each calls twice, so each prints its input and that doubled.
+    assert len(lines) == 4 and all(ln.startswith("pid (") and " inside: " in ln for ln in lines)
+    assert sorted(ln.split("(")[1].split(")")[0] for ln in lines) == ["0, 0, 0"] * 2 + ["1, 0, 0"] * 2
+    x = np.array([-1.0], dtype=np.float32)
+    _, err = run_debug(cm, k, x, grid=(1, 1, 1), num_warps=1)
+    assert err is not None and "x must be positive in the callee" in str(err) and err.failures == 2
 
 
 # ---- precise sqrt / div ----------------------------------------------------------------------

@@ -325,7 +325,8 @@ def _np_scan(x, axis, reverse, fn):
 @pytest.mark.parametrize("num_warps", WARPS)
 @pytest.mark.parametrize("reverse", [False, True])
 @pytest.mark.parametrize("axis", [0, 1])
-@pytest.mark.parametrize("shape", [(16, 64, 13, 50), (1, 256, 1, 250), (128, 1, 100, 1), (4, 4, 4, 3), (8, 512, 5, 300)])
+@pytest.mark.parametrize("shape", [(16, 64, 13, 50), (1, 256, 1, 250), (128, 1, 100, 1), (4, 4, 4, 3),
+                                   (8, 512, 5, 300)])
 def test_cumsum_cumprod(shape, axis, reverse, num_warps):
     BM, BN, M, N = shape
     sig = {"x_ptr": "*fp32", "s_ptr": "*fp32", "p_ptr": "*fp32", "M": "i32", "N": "i32", "BM": "constexpr",

@@ -4,8 +4,8 @@ strided.py."""
 import pytest
 import triton
 import triton.language as tl
-from ttgir_harness import compile_kernel
 from triton_mps.compiler import CompilationError
+from ttgir_harness import compile_kernel
 
 
 @triton.jit

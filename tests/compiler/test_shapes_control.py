@@ -71,8 +71,8 @@ def shape_kernel(x, o, OP: tl.constexpr, R: tl.constexpr, C: tl.constexpr):
 def test_shape_ops(op, num_warps):
     R, C = 16, 8
     x = np.random.default_rng().standard_normal((R, C)).astype(np.float32)
-    k = compile_kernel(shape_kernel, {"x": "*fp32", "o": "*fp32", "OP": "constexpr", "R": "constexpr", "C": "constexpr"},
-                       {"OP": op, "R": R, "C": C}, num_warps)
+    sig = {"x": "*fp32", "o": "*fp32", "OP": "constexpr", "R": "constexpr", "C": "constexpr"}
+    k = compile_kernel(shape_kernel, sig, {"OP": op, "R": R, "C": C}, num_warps)
     if op == "join":
         ref = np.stack([x, 2 * x], axis=-1)
     elif op == "trans":
@@ -147,7 +147,8 @@ def early_return_kernel(x, o, n, BLOCK: tl.constexpr):
 def test_early_return():
     n, block = 200, 64
     x = np.random.default_rng().standard_normal(n).astype(np.float32)
-    k = compile_kernel(early_return_kernel, {"x": "*fp32", "o": "*fp32", "n": "i32", "BLOCK": "constexpr"}, {"BLOCK": block}, 2)
+    sig = {"x": "*fp32", "o": "*fp32", "n": "i32", "BLOCK": "constexpr"}
+    k = compile_kernel(early_return_kernel, sig, {"BLOCK": block}, 2)
     o = poison(n, np.float32)
     k(x, o, n, grid=8)  # programs past n return early
     np.testing.assert_allclose(o, x + 1, rtol=1e-6)

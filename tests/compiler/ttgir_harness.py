@@ -70,7 +70,6 @@ class Compiled:
         return self.cm.msl
 
     def __call__(self, *args, grid=1):
-        tm = {}
         self.kernel(*args, grid=grid, threads=32 * self.num_warps)
         self.kernel.device.synchronize()
 

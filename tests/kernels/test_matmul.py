@@ -6,8 +6,9 @@ import math
 
 import pytest
 import torch
-from kernels import matmul
 from kernels_testing import poisoned_tensor, randn, seeded_generator, torch_device
+
+from kernels import matmul
 
 # Relative error of the output dtype (fp32 accumulation error is far below fp16/bf16 rounding).
 EPS = {torch.float32: 2.0**-23, torch.float16: 2.0**-11, torch.bfloat16: 2.0**-8}

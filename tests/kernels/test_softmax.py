@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 import torch
-from kernels import softmax
 from kernels_testing import poisoned_tensor, randn, seeded_generator, torch_device
+
+from kernels import softmax
 
 # Output rounding dominates: fp16 has an 11-bit significand.
 TOL = {torch.float32: dict(rtol=2e-5, atol=1e-7), torch.float16: dict(rtol=2e-3, atol=1e-5)}

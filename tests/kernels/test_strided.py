@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 import torch
-from kernels import strided
 from kernels_testing import poisoned_tensor, seeded_generator, torch_device
+
+from kernels import strided
 
 
 def make(shape, dtype, gen, dev):

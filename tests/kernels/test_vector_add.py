@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 import torch
-from kernels import vector_add
 from kernels_testing import poisoned_tensor, randn, seeded_generator, torch_device
+
+from kernels import vector_add
 
 
 @pytest.mark.parametrize("dtype", vector_add.DTYPES, ids=str)

@@ -134,7 +134,8 @@ def test_scalar_out_of_range(kernel, sim_only, rng):
 def test_tensor_on_wrong_device(kernel, mps_driver, rng):
     x, y, out = inputs(10, rng)
     meta = torch.empty(10, device="meta")
-    with pytest.raises(triton_mps.InvalidArgument, match=r"kernel 'scale_add': argument 'y' is a tensor on device 'meta'"):
+    msg = r"kernel 'scale_add': argument 'y' is a tensor on device 'meta'"
+    with pytest.raises(triton_mps.InvalidArgument, match=msg):
         kernel((1,), x, meta, out, 10, 1.0, 256)
 
 
@@ -181,5 +182,6 @@ def test_rejected_launch_runs_no_hook(kernel, rng):
     x, y, out = inputs(10, rng)
     seen = []
     with pytest.raises(triton_mps.InvalidArgument):
-        kernel((1,), x, y, out, 2**40, 1.0, 256, enter=lambda m: seen.append("enter"), exit=lambda m: seen.append("exit"))
+        kernel((1,), x, y, out, 2**40, 1.0, 256,
+               enter=lambda m: seen.append("enter"), exit=lambda m: seen.append("exit"))
     assert seen == []

@@ -47,10 +47,11 @@ import hashlib
 import logging
 import os
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, fields
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Callable, Dict, Optional, Tuple
+from typing import Any
 
 from triton import knobs
 from triton._C.libtriton import ir, passes
@@ -90,31 +91,31 @@ class MPSOptions:
     num_stages: int = 1  # accepted, not used: there is no software pipelining on Metal
     num_ctas: int = 1
     warp_size: int = THREADS_PER_SIMDGROUP
-    arch: Optional[str] = None  # "apple9"
+    arch: str | None = None  # "apple9"
     backend_name: str = "mps"
     debug: bool = False
     sanitize_overflow: bool = True
     enable_fp_fusion: bool = True
-    supported_fp8_dtypes: Tuple[str, ...] = ()
-    deprecated_fp8_dot_operand_dtypes: Tuple[str, ...] = ()
+    supported_fp8_dtypes: tuple[str, ...] = ()
+    deprecated_fp8_dot_operand_dtypes: tuple[str, ...] = ()
     default_dot_input_precision: str = "ieee"
-    allowed_dot_input_precisions: Tuple[str, ...] = ("ieee", "tf32", "tf32x3")
+    allowed_dot_input_precisions: tuple[str, ...] = ("ieee", "tf32", "tf32x3")
     max_num_imprecise_acc_default: int = 0
     extern_libs: Any = None
-    ir_override: Optional[str] = None  # handled by Triton's compile(): a user-written .ttir/.ttgir/.msl
+    ir_override: str | None = None  # handled by Triton's compile(): a user-written .ttir/.ttgir/.msl
     instrumentation_mode: str = ""
     fpsan_homomorphic_casts: bool = False
     # Knobs that kernels and tutorials pass to other backends: accepted, ignored, no error.
     # (Triton rejects launch keywords that are not option fields, so they must exist here.)
-    maxnreg: Optional[int] = None
-    ptx_version: Optional[int] = None
-    ptx_options: Optional[str] = None
+    maxnreg: int | None = None
+    ptx_version: int | None = None
+    ptx_options: str | None = None
     sched4reg: bool = False
     enable_reflect_ftz: bool = True
     launch_cooperative_grid: bool = False
     launch_pdl: bool = False
     clc: bool = False
-    min_shared_mem: Optional[int] = None
+    min_shared_mem: int | None = None
     waves_per_eu: int = 0
     matrix_instr_nonkdim: int = 0
     kpack: int = 1
@@ -123,7 +124,7 @@ class MPSOptions:
     instruction_sched_variant: str = "none"
     llvm_fn_attrs: Any = ""
     wgp_cu_mode: str = "wgp"
-    grf_mode: Optional[str] = None
+    grf_mode: str | None = None
 
     def __post_init__(self):
         libs = self.extern_libs
@@ -143,13 +144,13 @@ class MPSOptions:
 
 # ---- the pipeline ----------------------------------------------------------------------------
 
-def _optional(group: ModuleType, name: str) -> Optional[Callable]:
+def _optional(group: ModuleType, name: str) -> Callable | None:
     """A pass that only some Triton releases have (None when absent)."""
     return getattr(group, name, None)
 
 
 # (name, add(pm, options, target_name)); None entries are passes this Triton does not have.
-TTIR_PASSES: list[tuple[str, Optional[Callable]]] = [
+TTIR_PASSES: list[tuple[str, Callable | None]] = [
     ("inliner", lambda pm, o, t: passes.common.add_inliner(pm)),
     ("rewrite_tensor_pointer", _optional(passes.ttir, "add_rewrite_tensor_pointer") and
      (lambda pm, o, t: passes.ttir.add_rewrite_tensor_pointer(pm))),
@@ -163,7 +164,7 @@ TTIR_PASSES: list[tuple[str, Optional[Callable]]] = [
     ("loop_unroll", lambda pm, o, t: passes.ttir.add_loop_unroll(pm)),
 ]
 
-TTGIR_PASSES: list[tuple[str, Optional[Callable]]] = [
+TTGIR_PASSES: list[tuple[str, Callable | None]] = [
     ("convert_to_ttgpuir", lambda pm, o, t: passes.ttir.add_convert_to_ttgpuir(
         pm, t, o.num_warps, THREADS_PER_SIMDGROUP, o.num_ctas)),
     ("coalesce", lambda pm, o, t: passes.ttgpuir.add_coalesce(pm)),
@@ -217,8 +218,8 @@ PACKAGE_DIR = Path(__file__).resolve().parent.parent  # python/triton_mps
 HASHED_SOURCES = ("compiler/**/*.py", "backend/*.py", "language/*.py")
 
 
-@functools.lru_cache(maxsize=None)
-def sources_digest(root: Path, patterns: Tuple[str, ...] = HASHED_SOURCES) -> str:
+@functools.cache
+def sources_digest(root: Path, patterns: tuple[str, ...] = HASHED_SOURCES) -> str:
     """sha256 over the relative paths and contents of the files matching `patterns` under `root`."""
     h = hashlib.sha256()
     for pattern in patterns:
@@ -288,7 +289,7 @@ def _write_debug(name: str, hash_: str, texts: dict[str, str]) -> Path:
 # ---- the backend -----------------------------------------------------------------------------
 
 def min_dot_size(target: GPUTarget):
-    def check(lhs_type, rhs_type) -> Tuple[int, int, int]:  # (m, n, k)
+    def check(lhs_type, rhs_type) -> tuple[int, int, int]:  # (m, n, k)
         return (1, 1, 1)  # any shape: simdgroup 8x8 where it fits, a general fallback otherwise
 
     return check
@@ -335,7 +336,7 @@ class MPSBackend(BaseBackend):
     def get_codegen_implementation(self, options):
         return {"min_dot_size": min_dot_size(self.target)}
 
-    def get_module_map(self) -> Dict[str, ModuleType]:
+    def get_module_map(self) -> dict[str, ModuleType]:
         # libdevice calls -> our symbols (triton_mps/language/libdevice.py), also for kernels
         # that import the CUDA or HIP libdevice module directly.
         from ..language import libdevice

@@ -124,7 +124,8 @@ def _arg_specs(src, metadata) -> list[tuple[str, str, str]]:
     specs = []
     for i, (key, ty) in enumerate(signature.items()):
         if isinstance(ty, tuple):
-            raise NotImplementedError(f"kernel '{metadata.name}': tuple argument '{key}' is not supported by the mps launcher")
+            raise NotImplementedError(
+                f"kernel '{metadata.name}': tuple argument '{key}' is not supported by the mps launcher")
         info = by_position.get(i)
         name = names[i] if i < len(names) else str(key)
         if info is None:
@@ -184,6 +185,35 @@ class DebugLauncher:
             debug_ops.report(view, self.debug, self.kernel)
 
 
+@functools.cache  # per device index, for the life of the process (devices do not change)
+def _device_properties(device: int) -> dict:
+    dev = _device(device)
+    info = dev.info
+    if info["is_simulator"]:
+        cores = os.cpu_count() or 1
+        clock_khz = 1_000_000  # nominal; the simulator has no GPU clock
+        bus_width = 64
+    else:
+        name = info["name"]
+        longest_first = sorted(GPU_CORES.items(), key=lambda kv: -len(kv[0]))  # "M3 Max" before "M3"
+        cores = next((n for chip, n in longest_first if chip in name), 8)
+        clock_khz = 1_400_000  # Apple GPU cores run at ~1.3-1.6 GHz
+        bus_width = next((w for tier, w in BUS_WIDTH.items() if tier in name), 128)
+    return {
+        "max_shared_mem": int(info["max_threadgroup_memory"] or 32768),
+        "multiprocessor_count": int(cores),
+        "max_num_regs": 65536,
+        "warpSize": int(info["simd_width"] or 32),
+        "max_threads_per_block": int(info["max_threads_per_threadgroup"]),
+        "sm_clock_rate": clock_khz,
+        "mem_clock_rate": 3_200_000,  # LPDDR5 6400 MT/s
+        "mem_bus_width": bus_width,
+        "name": info["name"],
+        "gpu_family": info["gpu_family"],
+        "is_simulator": bool(info["is_simulator"]),
+    }
+
+
 # ---- utils -------------------------------------------------------------------------------------
 
 class MPSUtils:
@@ -207,32 +237,8 @@ class MPSUtils:
     def unload_module(self, module) -> None:
         pass  # pipelines stay in the device's pipeline cache; nothing to free per kernel
 
-    @functools.lru_cache(maxsize=None)
     def get_device_properties(self, device: int) -> dict:
-        dev = _device(device)
-        info = dev.info
-        if info["is_simulator"]:
-            cores = os.cpu_count() or 1
-            clock_khz = 1_000_000  # nominal; the simulator has no GPU clock
-            bus_width = 64
-        else:
-            name = info["name"]
-            cores = next((n for chip, n in sorted(GPU_CORES.items(), key=lambda kv: -len(kv[0])) if chip in name), 8)
-            clock_khz = 1_400_000  # Apple GPU cores run at ~1.3-1.6 GHz
-            bus_width = next((w for tier, w in BUS_WIDTH.items() if tier in name), 128)
-        return {
-            "max_shared_mem": int(info["max_threadgroup_memory"] or 32768),
-            "multiprocessor_count": int(cores),
-            "max_num_regs": 65536,
-            "warpSize": int(info["simd_width"] or 32),
-            "max_threads_per_block": int(info["max_threads_per_threadgroup"]),
-            "sm_clock_rate": clock_khz,
-            "mem_clock_rate": 3_200_000,  # LPDDR5 6400 MT/s
-            "mem_bus_width": bus_width,
-            "name": info["name"],
-            "gpu_family": info["gpu_family"],
-            "is_simulator": bool(info["is_simulator"]),
-        }
+        return dict(_device_properties(device))  # a copy: callers may edit theirs
 
 
 # ---- device interface (Events, synchronize) ---------------------------------------------------
@@ -258,7 +264,7 @@ class _Event:
     def query(self) -> bool:
         return True
 
-    def elapsed_time(self, end: "_Event") -> float:
+    def elapsed_time(self, end: _Event) -> float:
         if self.time_ns is None or end.time_ns is None:
             raise RuntimeError("elapsed_time needs both events recorded")
         return (end.time_ns - self.time_ns) / 1e6  # milliseconds, like torch

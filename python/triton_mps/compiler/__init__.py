@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import time
-
 from . import ops  # noqa: F401  (registers every lowering)
-from .ops import debug as debug_ops
 from .abi import ArgInfo, CompiledMSL
 from .errors import CompilationError
 from .ir import read_module
 from .lowering import KernelState, LoweringContext, function_body
-from .types import PointerType, ScalarType, TensorType
+from .ops import debug as debug_ops
+from .types import PointerType, ScalarType
 
 __all__ = ["compile_ttgir", "CompilationError", "CompiledMSL", "ArgInfo"]
 
@@ -57,7 +55,10 @@ def compile_ttgir(mod, *, num_warps: int, signature: dict, constants: dict, kern
             kernel=kernel_name)
     params, args_info, arg_exprs, fields = [], [], [], []
     next_binding = 0
-    for i, (name, v) in enumerate(zip(names, func.args)):
+    if len(names) != len(func.args):
+        raise CompilationError(f"the signature names {len(names)} runtime arguments, the kernel has "
+                               f"{len(func.args)}", kernel=kernel_name)
+    for i, (name, v) in enumerate(zip(names, func.args, strict=True)):
         _check_arg_type(name, v.type, kernel_name)
         sig = str(signature.get(name, ""))
         if isinstance(v.type, PointerType):
@@ -92,7 +93,6 @@ def compile_ttgir(mod, *, num_warps: int, signature: dict, constants: dict, kern
     def on_return(ctx: LoweringContext, op):
         ctx.e.line("return;")
 
-    t0 = time.perf_counter()
     prologue, body = function_body(state, func, [[x] for x in arg_exprs], on_return=on_return)
     debug = None
     if state.debug_sites:

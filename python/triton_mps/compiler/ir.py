@@ -134,9 +134,6 @@ def _op_lines(text: str) -> list[str]:
     return out
 
 
-_INT_ATTRS = ("axis", "predicate", "start", "end", "atomic_rmw_op", "sem", "scope", "cache", "evict")
-
-
 def read_module(mod, context, num_warps: int) -> Module:
     """Convert a bindings module into our IR (structure + layouts + attribute text)."""
     from triton._C.libtriton import gluon_ir
@@ -185,8 +182,8 @@ def read_module(mod, context, num_warps: int) -> Module:
             op.operands.append(v)
         for i in range(o.get_num_results()):
             op.results.append(value(o.get_result(i), op))
-        for key in _INT_ATTRS:
-            pass  # read lazily from text; the bindings' get_int_attr aborts on missing attrs
+        # Int attributes (axis, predicate, ...) are read lazily from the text (Op.int_attr): the
+        # bindings' get_int_attr aborts on a missing attribute.
         for i in range(o.get_num_regions()):
             reg = o.get_region(i)
             r = Region()
@@ -239,7 +236,8 @@ def read_module(mod, context, num_warps: int) -> Module:
     for op, ln in zip(pre, lines, strict=True):
         short = op.name
         if short not in ln and op.name != "builtin.module":
-            raise CompilationError(f"op {op.name} does not match printed line {ln!r}", op=op.name, file=op.file, line=op.line)
+            raise CompilationError(f"op {op.name} does not match printed line {ln!r}", op=op.name, file=op.file,
+                                   line=op.line)
         op.text = ln
     _attach_locations(pre, str(mod))
 
@@ -270,12 +268,15 @@ def _attach_locations(pre: list[Op], debug_text: str) -> None:
     def resolve(loc: str, depth: int = 0) -> str:
         if depth > 20:
             return loc
-        return re.sub(r"#loc\d*", lambda mm: resolve(aliases.get(mm.group(0), ""), depth + 1) if mm.group(0) in aliases else mm.group(0), loc)
+        def one(mm):
+            return resolve(aliases[mm.group(0)], depth + 1) if mm.group(0) in aliases else mm.group(0)
+
+        return re.sub(r"#loc\d*", one, loc)
 
     lines = _op_lines(debug_text)
     if len(lines) != len(pre):
         return
-    for op, ln in zip(pre, lines):
+    for op, ln in zip(pre, lines, strict=True):
         idx = ln.rfind(" loc(")
         if idx < 0:
             continue

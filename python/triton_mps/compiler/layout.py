@@ -12,7 +12,7 @@ from functools import cached_property
 
 
 def _xor(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...]:
-    return tuple(x ^ y for x, y in zip(a, b))
+    return tuple(x ^ y for x, y in zip(a, b, strict=True))
 
 
 def _combine(bases: list[tuple[int, ...]], bits: int, rank: int) -> tuple[int, ...]:

@@ -176,13 +176,14 @@ class LoweringContext:
 
     def assign(self, names: list[str], exprs: list[str], types: list[str] | None = None) -> None:
         """names[i] = exprs[i], as a parallel assignment (temporaries when a source is a target)."""
-        pairs = [(d, s) for d, s in zip(names, exprs) if d != s]
+        pairs = [(d, s) for d, s in zip(names, exprs, strict=True) if d != s]
         targets = {d for d, _ in pairs}
         if any(s in targets for _, s in pairs):
             if types is None:
                 self.error(self.current_op, "internal: parallel assignment needs types")
             tmps = []
-            for (d, s), t in zip(pairs, [t for (d0, s0), t in zip(zip(names, exprs), types) if d0 != s0]):
+            pair_types = [t for d0, s0, t in zip(names, exprs, types, strict=True) if d0 != s0]
+            for (d, s), t in zip(pairs, pair_types, strict=True):
                 tn = self.e.fresh("tmp")
                 self.e.line(f"{t} {tn} = {s};")
                 tmps.append((d, tn))
@@ -303,7 +304,7 @@ class LoweringContext:
         other terminators (tt.return) are lowered as ops and yield []."""
         if len(args) != len(block.args):
             self.error(self.current_op, f"internal: block has {len(block.args)} args, got {len(args)}")
-        for a, x in zip(block.args, args):
+        for a, x in zip(block.args, args, strict=True):
             self.bind(a, x)
         self.block_stack.append(block)
         try:

@@ -5,6 +5,8 @@ statement; region terminators assign them (as parallel assignments)."""
 
 from __future__ import annotations
 
+import re
+
 from ..ir import Op
 from ..lowering import LoweringContext, function_body, lowers
 from ..types import TensorType
@@ -34,7 +36,7 @@ def scf_for(ctx: LoweringContext, op: Op):
     inits = op.operands[3:]
     body = op.regions[0].blocks[0]
     iv_t = ctx.msl_type(lb)
-    carried = [ctx.declare(res, init=ctx.exprs(init)) for res, init in zip(op.results, inits)]
+    carried = [ctx.declare(res, init=ctx.exprs(init)) for res, init in zip(op.results, inits, strict=True)]
     iv = ctx.e.fresh(body.args[0].hint or "i")
     e = ctx.e
     with e.block(f"for ({iv_t} {iv} = {ctx.expr(lb)}; {iv} < {ctx.expr(ub)}; {iv} += {ctx.expr(step)})"):
@@ -60,7 +62,7 @@ def scf_if(ctx: LoweringContext, op: Op):
         with e.block("else"):
             y = ctx.lower_block(else_r.blocks[0], [])
             ctx.assign(_flat(outs), _flat(y), types)
-    for res, names in zip(op.results, outs):
+    for res, names in zip(op.results, outs, strict=True):
         ctx.bind(res, names)
 
 
@@ -70,7 +72,7 @@ def scf_while(ctx: LoweringContext, op: Op):
     e = ctx.e
     # Variables for the "before" arguments (initialised by the operands).
     carried = []
-    for arg, init in zip(before.args, op.operands):
+    for arg, init in zip(before.args, op.operands, strict=True):
         carried.append(ctx.declare(arg, init=ctx.exprs(init), hint=arg.hint or "w"))
     outs = [ctx.declare(res) for res in op.results]
     with e.block("while (true)"):
@@ -80,76 +82,123 @@ def scf_while(ctx: LoweringContext, op: Op):
         e.line(f"if (!({cond[0]})) break;")
         y = ctx.lower_block(after, outs)
         ctx.assign(_flat(carried), _flat(y), _types(ctx, before.args))
-    for res, names in zip(op.results, outs):
+    for res, names in zip(op.results, outs, strict=True):
         ctx.bind(res, names)
 
 
 @lowers("tt.call")
 def call(ctx: LoweringContext, op: Op):
-    import re
-
+    """A noinline call: every register of every operand is passed by value, the results come
+    back in a struct with one field per register. Scalars and tensors alike."""
     m = re.search(r"tt\.call\s+@([A-Za-z0-9_.$]+)", op.text)
     if not m:
         ctx.error(op, "cannot read the callee of tt.call")
-    callee_name = m.group(1)
-    callee = ctx.state.module.functions.get(callee_name)
+    callee = ctx.state.module.functions.get(m.group(1))
     if callee is None:
-        ctx.error(op, f"callee {callee_name} not found in the module")
-    fname = _emit_callee(ctx, callee)
+        ctx.error(op, f"callee {m.group(1)} not found in the module")
+    # (the call's result values carry the layouts; the function's printed result types are not needed)
+    if len(op.operands) != len(callee.args):
+        ctx.error(op, f"call to {callee.name} does not match its signature")
+    sig = _emit_callee(ctx, op, callee)
     args = _flat(ctx.exprs(a) for a in op.operands)
-    args += ["tmps_tid", "tmps_pid", "tmps_npid", "tmps_smem"]
-    call_expr = f"{fname}({', '.join(args)})"
+    for a, n in zip(op.operands, sig["arg_regs"], strict=True):
+        if ctx.num_regs(a) != n:
+            ctx.error(op, f"internal: call to {callee.name} passes {ctx.num_regs(a)} registers for {n}")
+    args += _CALLEE_IDS + (["tmps_dbg"] if sig["debug"] else [])
+    call_expr = f"{sig['name']}({', '.join(args)})"
     if not op.results:
         ctx.e.line(call_expr + ";")
         return
     tmp = ctx.e.fresh("call")
-    ctx.e.line(f"{fname}_ret {tmp} = {call_expr};")
-    for i, res in enumerate(op.results):
-        n = ctx.num_regs(res)
+    ctx.e.line(f"{sig['name']}_ret {tmp} = {call_expr};")
+    for i, (res, n) in enumerate(zip(op.results, sig["res_regs"], strict=True)):
+        if ctx.num_regs(res) != n:
+            ctx.error(op, f"internal: result {i} of {callee.name} has {n} registers, the call expects "
+                          f"{ctx.num_regs(res)}")
         ctx.bind(res, [f"{tmp}.r{i}_{r}" for r in range(n)])
 
 
-def _emit_callee(ctx: LoweringContext, func) -> str:
-    """Emit a noinline function once as an MSL function taking every register as a parameter."""
+# What every callee receives after its arguments: the thread's ids and the shared scratch (a
+# callee may reduce / convert layouts through threadgroup memory; Triton calls are uniform, so
+# every thread of the threadgroup makes the call and the barriers inside it are safe).
+_CALLEE_IDS = ["tmps_tid", "tmps_pid", "tmps_npid", "tmps_smem"]
+_CALLEE_ID_PARAMS = ["uint tmps_tid", "uint3 tmps_pid", "uint3 tmps_npid", "threadgroup uchar* tmps_smem"]
+
+
+def _callee_symbol(state, func) -> str:
+    """A unique MSL name per TTGIR function (specializations already have distinct names)."""
+    base = "tmps_fn_" + "".join(ch if ch.isalnum() else "_" for ch in func.name)
+    name, n = base, 1
+    while name in state.function_sigs and state.function_sigs[name]["func"] != func.name:
+        name, n = f"{base}_{n}", n + 1
+    return name
+
+
+def _emit_callee(ctx: LoweringContext, op: Op, func) -> dict:
+    """Emit a noinline function once (per kernel) as an MSL function; returns its signature
+    record: name, registers per argument / result, whether it takes the debug buffer."""
+    from .debug import module_uses_debug
+
     state = ctx.state
-    fname = "tmps_fn_" + "".join(ch if ch.isalnum() else "_" for ch in func.name)
-    if fname in state.functions_emitted or fname in state.function_sigs:
-        return fname
-    state.function_sigs[fname] = {}
-    from ..lowering import LoweringContext as _LC  # noqa: F401
+    fname = _callee_symbol(state, func)
+    sig = state.function_sigs.get(fname)
+    if sig is not None:
+        if not sig["done"]:
+            ctx.error(op, f"recursive call to {func.name}: Metal has no recursion")
+        return sig
+    if func.body is None or not func.body.ops:
+        ctx.error(op, f"noinline function {func.name} has no body in the module")
+
+    def regs(v, what):
+        if not isinstance(v.type, TensorType):
+            return 1
+        if v.layout is None:
+            ctx.error(op, f"{what} of {func.name} has an unsupported tensor encoding: {v.type.encoding or 'none'}")
+        return v.layout.num_regs
+
+    arg_regs = [regs(a, f"argument {i}") for i, a in enumerate(func.args)]
+    res_regs = [regs(r, f"result {i}") for i, r in enumerate(op.results)]
+    debug = module_uses_debug(state.module)
+    sig = {"func": func.name, "name": fname, "arg_regs": arg_regs, "res_regs": res_regs,
+           "debug": debug, "done": False}
+    state.function_sigs[fname] = sig
 
     params, arg_exprs = [], []
-    for i, a in enumerate(func.args):
+    for i, (a, n) in enumerate(zip(func.args, arg_regs, strict=True)):
         t = ctx.msl_type(a)
-        n = a.layout.num_regs if isinstance(a.type, TensorType) and a.layout else 1
-        names = [f"p{i}_{r}" for r in range(n)]
+        names = [f"p{i}_{r}" for r in range(n)] if isinstance(a.type, TensorType) else [f"p{i}"]
         params += [f"{t} {nm}" for nm in names]
         arg_exprs.append(names)
-    params += ["uint tmps_tid", "uint3 tmps_pid", "uint3 tmps_npid", "threadgroup uchar* tmps_smem"]
-    fields = []
-    for i, rt in enumerate(func.result_types):
-        if isinstance(rt, TensorType):
-            ctx.error(None, f"noinline function {func.name} returns a tensor: not supported yet")
-        fields.append(f"  {rt.msl()} r{i}_0;")
+    params += _CALLEE_ID_PARAMS + (["device uint* tmps_dbg"] if debug else [])
+    res_types = [ctx.msl_type(r) for r in op.results]
+    fields = [f"  {t} r{i}_{r};" for i, (t, n) in enumerate(zip(res_types, res_regs, strict=True))
+              for r in range(n)]
 
     def on_return(c: LoweringContext, rop: Op):
-        vals = _flat(c.exprs(v) for v in rop.operands)
-        if vals:
-            c.e.line(f"return {fname}_ret{{{', '.join(vals)}}};")
-        else:
+        if not op.results:
             c.e.line("return;")
+            return
+        out = c.e.fresh("ret")
+        c.e.line(f"{fname}_ret {out};")
+        for i, (v, n) in enumerate(zip(rop.operands, res_regs, strict=True)):
+            if c.num_regs(v) != n:
+                c.error(rop, f"internal: {func.name} returns {c.num_regs(v)} registers for result {i}, expected {n}")
+            for r in range(n):
+                c.e.line(f"{out}.r{i}_{r} = {c.expr(v, r)};")
+        c.e.line(f"return {out};")
 
     prologue, body = function_body(state, func, arg_exprs, on_return=on_return)
-    ret_t = f"{fname}_ret" if func.result_types else "void"
     text = ""
-    if func.result_types:
+    if op.results:
         text += f"struct {fname}_ret {{\n" + "\n".join(fields) + "\n};\n"
-    text += f"{ret_t} {fname}(" + ", ".join(params) + ") {\n"
+    text += f"{fname + '_ret' if op.results else 'void'} {fname}(" + ", ".join(params) + ") {\n"
     text += "  uint tmps_lane = tmps_tid & 31u;\n  uint tmps_warp = tmps_tid >> 5u;\n"
     text += "".join("  " + p + "\n" for p in prologue)
     text += "\n".join(body) + "\n}\n"
+    # Callees this one calls were stored while its body was lowered: they come first in the file.
     state.functions_emitted[fname] = text
-    return fname
+    sig["done"] = True
+    return sig
 
 
 # Unstructured branches (early `return` inside `if` at function level): the CFG is acyclic,
@@ -159,8 +208,6 @@ _MAX_CFG_DEPTH = 64
 
 
 def _successors(ctx: LoweringContext, op: Op):
-    import re
-
     region = ctx.block_stack[-1].region if ctx.block_stack else None
     if region is None:
         ctx.error(op, "branch outside a region")

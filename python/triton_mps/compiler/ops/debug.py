@@ -5,6 +5,8 @@ dispatch, so a kernel with asserts or prints gets one hidden buffer, `device uin
 bound after every argument (see abi.py). The launcher allocates it per launch, zeroes word 0,
 and after the dispatch completed decodes it (`report`): prints are written to stdout, failed
 asserts raise DeviceAssertionError naming the kernel, the Python line and the message.
+noinline callees receive the buffer as a parameter (ops/control_flow.py), so asserts and prints
+work there too; a callee's sites are registered once, however often it is called.
 
 Buffer format (32-bit words): word 0 counts records reserved (atomically; records past
 CAPACITY are counted but dropped), words 1..7 are reserved, then fixed records of 8 words:
@@ -86,12 +88,6 @@ def _put_helper(ctx: LoweringContext) -> str:
     return fn
 
 
-def _check_context(ctx: LoweringContext, op: Op, what: str) -> None:
-    if not ctx.func.public:
-        ctx.error(op, f"{what} inside the noinline function '{ctx.func.name}' is not supported "
-                      "(only in the kernel itself or in inlined functions)")
-
-
 _STR_RE = re.compile(r'"((?:[^"\\]|\\.)*)"')
 
 
@@ -164,7 +160,6 @@ def _shape(v) -> list[int]:
 
 @lowers("tt.assert")
 def device_assert(ctx: LoweringContext, op: Op):
-    _check_context(ctx, op, "device_assert")
     cond = op.operands[0]
     site = len(ctx.state.debug_sites)
     ctx.state.debug_sites.append({"kind": "assert", "message": _string_attr(op), "file": op.file,
@@ -174,7 +169,6 @@ def device_assert(ctx: LoweringContext, op: Op):
 
 @lowers("tt.print")
 def device_print(ctx: LoweringContext, op: Op):
-    _check_context(ctx, op, "device_print")
     hex_ = (op.attr("hex") or "false").startswith("true")
     signed = op.array_attr("isSigned") or []
     operands = []

@@ -12,8 +12,9 @@ lowerings, chosen per op:
   8x8 accumulator tiles in simdgroup registers over all of K, then stores them to threadgroup
   memory (in row bands when M x N floats do not fit) and every thread reads the elements of its
   D registers and adds its C registers. A and B are staged from before their conversion to the
-  dot-operand layouts when possible (each element written once, not once per replica). The lane layout of simdgroup matrices is never
-  relied on: data moves only through simdgroup_load/simdgroup_store.
+  dot-operand layouts when possible (each element written once, not once per replica). The lane
+  layout of simdgroup matrices is never relied on: data moves only through simdgroup_load /
+  simdgroup_store.
 - FMA: each thread computes its own D registers. When the operand layouts put every A(m, k) and
   B(k, n) that a D(m, n) register needs into the same thread (lane and warp parts agree, checked
   at compile time), registers are matched at compile time; otherwise A and B go through

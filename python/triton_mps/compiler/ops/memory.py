@@ -122,17 +122,60 @@ def store(ctx: LoweringContext, op: Op):
 
 _RMW_KINDS = ("fadd", "add", "and", "or", "xor", "max", "min", "umax", "umin", "exch")
 
+_NO_64BIT = ("Metal has no 64-bit atomics except u64 min/max on Apple8+ GPUs (and those return no old value), "
+             "so they are not supported")
+
+# Float max/min follow Triton's semantics. For fp32/fp64, `tl.atomic_max` is lowered by Triton's
+# frontend (the CUDA path) to a signed-integer max on the bits when the value's sign bit is clear
+# and an unsigned-integer min when it is set (`tl.atomic_min`: signed min / unsigned max). That is
+# IEEE 754 totalOrder on the bit patterns:
+#   -NaN < -inf < ... < -1 < -0.0 < +0.0 < 1 < ... < +inf < +NaN
+# so -0.0 and +0.0 are distinct (max(-0.0, +0.0) = +0.0, min = -0.0) and NaNs are not ignored:
+# a positive NaN wins max and loses min, a negative NaN the reverse. A `tt.atomic_rmw max/min`
+# on a float type (fp16/bf16 always come here: the frontend only builds them for fp32/fp64
+# through the integer ops) is lowered with the same order: compare sortable keys of the bits
+# (sign set: all bits flipped; sign clear: sign bit set) as unsigned integers.
+
+
+def _total_order_key(ctx, bits: int) -> str:
+    u = "ushort" if bits == 16 else "uint"
+    sign = "0x8000u" if bits == 16 else "0x80000000u"
+    fn = f"tmps_total_order_key{bits}"
+    ctx.e.helper(fn, f"""inline {u} {fn}({u} b) {{
+  // IEEE totalOrder as an unsigned order: negatives reversed below positives.
+  return (b & {sign}) ? ({u})~b : ({u})(b | {sign});
+}}
+""")
+    return fn
+
+
+def _float_combine_bits(ctx, kind: str, t: str, bits: int) -> str:
+    """MSL expression for the new bits from the old (o, ob) and the operand (v, vb)."""
+    u = "ushort" if bits == 16 else "uint"
+    if kind == "fadd":
+        # fp16/bf16 sums in fp32 then one rounding: fp32 has more than 2p+2 bits, so this is the
+        # correctly rounded 16-bit sum.
+        return f"as_type<{u}>(({t})((float)o + (float)v))"
+    if kind == "exch":
+        return "vb"
+    key = _total_order_key(ctx, bits)
+    cmp = ">" if kind == "max" else "<"
+    return f"({key}(vb) {cmp} {key}(ob)) ? vb : ob"
+
 
 def _cas_helper_32(ctx, name: str, t: str, combine: str) -> str:
-    """CAS loop on a 32-bit slot holding T (float or int): new = combine(old, v)."""
+    """CAS loop on a 32-bit slot holding T: new bits = combine(o, ob, v, vb)."""
     fn = f"tmps_atomic_{name}_{t}"
     ctx.e.helper(fn, f"""inline {t} {fn}(device {t}* p, {t} v) {{
   device atomic_uint* a = (device atomic_uint*)p;
-  uint old = atomic_load_explicit(a, memory_order_relaxed);
+  uint vb = as_type<uint>(v);
+  uint ob = atomic_load_explicit(a, memory_order_relaxed);
   while (true) {{
-    {t} o = as_type<{t}>(old);
-    {t} n = {combine};
-    if (atomic_compare_exchange_weak_explicit(a, &old, as_type<uint>(n), memory_order_relaxed, memory_order_relaxed)) return o;
+    {t} o = as_type<{t}>(ob);
+    uint nb = {combine};
+    // Unchanged (e.g. max did not win): the value just read is the result, nothing to write.
+    if (nb == ob) return o;
+    if (atomic_compare_exchange_weak_explicit(a, &ob, nb, memory_order_relaxed, memory_order_relaxed)) return o;
   }}
 }}
 """)
@@ -140,16 +183,20 @@ def _cas_helper_32(ctx, name: str, t: str, combine: str) -> str:
 
 
 def _cas_helper_16(ctx, name: str, t: str, combine: str) -> str:
-    """CAS loop on the aligned 32-bit word containing a 16-bit T."""
+    """CAS loop on the aligned 32-bit word containing a 16-bit T: replace our half, keep the
+    other (a neighbour may update it concurrently: then the CAS fails and we retry)."""
     fn = f"tmps_atomic_{name}_{t}"
     ctx.e.helper(fn, f"""inline {t} {fn}(device {t}* p, {t} v) {{
   uint shift = ((ulong)p & 2ul) ? 16u : 0u;
   device atomic_uint* a = (device atomic_uint*)(p - (((ulong)p >> 1) & 1ul));
+  ushort vb = as_type<ushort>(v);
   uint old = atomic_load_explicit(a, memory_order_relaxed);
   while (true) {{
-    {t} o = as_type<{t}>((ushort)(old >> shift));
-    {t} n = {combine};
-    uint next = (old & ~(0xffffu << shift)) | ((uint)as_type<ushort>(n) << shift);
+    ushort ob = (ushort)(old >> shift);
+    {t} o = as_type<{t}>(ob);
+    ushort nb = {combine};
+    if (nb == ob) return o;
+    uint next = (old & ~(0xffffu << shift)) | ((uint)nb << shift);
     if (atomic_compare_exchange_weak_explicit(a, &old, next, memory_order_relaxed, memory_order_relaxed)) return o;
   }}
 }}
@@ -157,25 +204,20 @@ def _cas_helper_16(ctx, name: str, t: str, combine: str) -> str:
     return fn
 
 
-_FLOAT_COMBINE = {
-    "fadd": "({t})((float)o + (float)v)",
-    "max": "({t})fmax((float)o, (float)v)",
-    "min": "({t})fmin((float)o, (float)v)",
-    "exch": "v",
-}
-
-
 def _rmw_call(ctx: LoweringContext, op: Op, kind: str, ety: ScalarType, ptr: str, val: str) -> str:
     t = ety.msl()
+    if ety.bits == 64:
+        ctx.error(op, f"atomic {kind} on {ety}: {_NO_64BIT}")
     if ety.is_float:
-        if kind not in _FLOAT_COMBINE:
+        if kind not in ("fadd", "max", "min", "exch"):
             ctx.error(op, f"atomic {kind} on {ety} is not supported")
         if ety.name == "f32" and kind == "fadd":
             return f"atomic_fetch_add_explicit((device atomic_float*){ptr}, {val}, memory_order_relaxed)"
-        combine = _FLOAT_COMBINE[kind].format(t=t)
-        if ety.bits == 32:
-            return f"{_cas_helper_32(ctx, kind, t, combine)}({ptr}, {val})"
-        return f"{_cas_helper_16(ctx, kind, t, combine)}({ptr}, {val})"
+        if ety.bits not in (16, 32):
+            ctx.error(op, f"atomic {kind} on {ety} is not supported")
+        combine = _float_combine_bits(ctx, kind, t, ety.bits)
+        helper = _cas_helper_32 if ety.bits == 32 else _cas_helper_16
+        return f"{helper(ctx, kind, t, combine)}({ptr}, {val})"
     if ety.bits != 32:
         ctx.error(op, f"atomic {kind} on {ety}: Metal atomics are 32-bit (i32/u32/f32; f16/bf16 emulated)")
     unsigned = kind in ("umax", "umin")
@@ -191,24 +233,26 @@ def _rmw_call(ctx: LoweringContext, op: Op, kind: str, ety: ScalarType, ptr: str
 
 
 def _cas_call(ctx: LoweringContext, op: Op, ety: ScalarType, ptr: str, cmp: str, val: str) -> str:
+    """Strong compare-and-swap comparing bit patterns (so -0.0 != +0.0 and a NaN can match)."""
     t = ety.msl()
+    fn = f"tmps_atomic_cas_{t}"
     if ety.bits == 32:
-        fn = f"tmps_atomic_cas_{t}"
         ctx.e.helper(fn, f"""inline {t} {fn}(device {t}* p, {t} cmp, {t} v) {{
   // Strong compare-and-swap from Metal's weak one (bitwise comparison).
   device atomic_uint* a = (device atomic_uint*)p;
   uint expected = as_type<uint>(cmp);
   while (true) {{
     uint seen = expected;
-    if (atomic_compare_exchange_weak_explicit(a, &seen, as_type<uint>(v), memory_order_relaxed, memory_order_relaxed)) return cmp;
+    if (atomic_compare_exchange_weak_explicit(a, &seen, as_type<uint>(v), memory_order_relaxed,
+                                              memory_order_relaxed)) return cmp;
     if (seen != expected) return as_type<{t}>(seen);
   }}
 }}
 """)
         return f"{fn}({ptr}, {cmp}, {val})"
     if ety.bits == 16:
-        fn = f"tmps_atomic_cas_{t}"
         ctx.e.helper(fn, f"""inline {t} {fn}(device {t}* p, {t} cmp, {t} v) {{
+  // On the containing 32-bit word; a failed CAS because only the other half changed retries.
   uint shift = ((ulong)p & 2ul) ? 16u : 0u;
   device atomic_uint* a = (device atomic_uint*)(p - (((ulong)p >> 1) & 1ul));
   uint old = atomic_load_explicit(a, memory_order_relaxed);
@@ -221,6 +265,8 @@ def _cas_call(ctx: LoweringContext, op: Op, ety: ScalarType, ptr: str, cmp: str,
 }}
 """)
         return f"{fn}({ptr}, {cmp}, {val})"
+    if ety.bits == 64:
+        ctx.error(op, f"atomic_cas on {ety}: {_NO_64BIT}")
     ctx.error(op, f"atomic_cas on {ety}: only 16- and 32-bit types are supported")
 
 

@@ -89,7 +89,7 @@ class _Combiner:
         outs = self.ctx.lower_block(self.block, list(a) + list(b))
         if len(outs) != len(self.types):
             self.ctx.error(None, f"combine region returns {len(outs)} values for {len(self.types)} operands")
-        res = tuple(_var(self.ctx, t, o[0], "cmb") for t, o in zip(self.types, outs))
+        res = tuple(_var(self.ctx, t, o[0], "cmb") for t, o in zip(self.types, outs, strict=True))
         if memo:
             self.memo[key] = res
         return res
@@ -195,9 +195,10 @@ def reduce_op(ctx: LoweringContext, op: Op):
         upper = _var(ctx, "bool", f"(tmps_lane & {m}u) != 0u", "upper")
         for key in groups:
             a = vals[key]
-            p = [_var(ctx, t, _shuffle(ctx, "simd_shuffle_xor", t, x, f"{m}u"), "shf") for t, x in zip(types, a)]
-            lo = [_var(ctx, t, f"{upper} ? {pi} : {ai}", "lo") for t, pi, ai in zip(types, p, a)]
-            hi = [_var(ctx, t, f"{upper} ? {ai} : {pi}", "hi") for t, pi, ai in zip(types, p, a)]
+            p = [_var(ctx, t, _shuffle(ctx, "simd_shuffle_xor", t, x, f"{m}u"), "shf")
+                 for t, x in zip(types, a, strict=True)]
+            lo = [_var(ctx, t, f"{upper} ? {pi} : {ai}", "lo") for t, pi, ai in zip(types, p, a, strict=True)]
+            hi = [_var(ctx, t, f"{upper} ? {ai} : {pi}", "hi") for t, pi, ai in zip(types, p, a, strict=True)]
             vals[key] = comb(lo, hi)
 
     # 3./4. give each result register its value
@@ -241,7 +242,7 @@ def _reduce_across_warps(ctx, op, lay, axis, types, comb, rlay, groups, vals, la
     def write():
         for key, regs in groups.items():
             slot = row_major(players.shape, ctx.coord(players, regs[0])) if players.rank else "0u"
-            for buf, x in zip(bufs, vals[key]):
+            for buf, x in zip(bufs, vals[key], strict=True):
                 e.line(f"{buf}[{kname} + {slot}] = {x};")
 
     if conds:
@@ -258,9 +259,10 @@ def _reduce_across_warps(ctx, op, lay, axis, types, comb, rlay, groups, vals, la
         idx = "0u" if rlay is None else ctx.linear_index(rlay, r)
         if idx not in memo:
             ix = _var(ctx, "uint", idx, "ridx")
-            acc = tuple(_var(ctx, t, f"{buf}[{ix}]", "part") for t, buf in zip(types, bufs))
+            acc = tuple(_var(ctx, t, f"{buf}[{ix}]", "part") for t, buf in zip(types, bufs, strict=True))
             for k in range(1, K):
-                nxt = tuple(_var(ctx, t, f"{buf}[{ix} + {k * nres}u]", "part") for t, buf in zip(types, bufs))
+                nxt = tuple(_var(ctx, t, f"{buf}[{ix} + {k * nres}u]", "part")
+                            for t, buf in zip(types, bufs, strict=True))
                 acc = comb(acc, nxt)
             memo[idx] = acc
         per_reg.append(memo[idx])
@@ -271,12 +273,12 @@ def _reduce_across_warps(ctx, op, lay, axis, types, comb, rlay, groups, vals, la
 def _fold_loop(ctx, comb, types, init: list[str], bufs, index_of, loop_header: str) -> tuple:
     """Mutable accumulators = init, then `loop_header { acc = combine(acc, buf[index_of("i")]) }`."""
     e = ctx.e
-    acc = [_var(ctx, t, x, "acc") for t, x in zip(types, init)]
+    acc = [_var(ctx, t, x, "acc") for t, x in zip(types, init, strict=True)]
     with e.block(loop_header):
         idx = _var(ctx, "uint", index_of("i"), "ix")
-        nxt = [_var(ctx, t, f"{b}[{idx}]", "el") for t, b in zip(types, bufs)]
+        nxt = [_var(ctx, t, f"{b}[{idx}]", "el") for t, b in zip(types, bufs, strict=True)]
         out = comb(acc, nxt, memo=False)
-        for a, o in zip(acc, out):
+        for a, o in zip(acc, out, strict=True):
             e.line(f"{a} = {o};")
     return tuple(acc)
 
@@ -284,7 +286,7 @@ def _fold_loop(ctx, comb, types, init: list[str], bufs, index_of, loop_header: s
 def _all_to_scratch(ctx, srcs, types, numel) -> list[str]:
     bufs = _scratch_arrays(ctx, [(t, numel) for t in types])
     ctx.barrier()
-    for s, b in zip(srcs, bufs):
+    for s, b in zip(srcs, bufs, strict=True):
         store_to_scratch(ctx, s, b)
     ctx.barrier()
     return bufs
@@ -398,7 +400,7 @@ def _scan_hypercube(ctx, op, lay: Layout, plan, reverse: bool, types, comb) -> l
     nthreads = 32 * ctx.num_warps
 
     def sel(c, a, b, hint):
-        return tuple(_var(ctx, t, f"{c} ? {ai} : {bi}", hint) for t, ai, bi in zip(types, a, b))
+        return tuple(_var(ctx, t, f"{c} ? {ai} : {bi}", hint) for t, ai, bi in zip(types, a, b, strict=True))
 
     # 2. the remaining axis bits: totals and exclusive prefixes of segments
     for kind, j in plan[lead:]:
@@ -422,18 +424,18 @@ def _scan_hypercube(ctx, op, lay: Layout, plan, reverse: bool, types, comb) -> l
         if kind == "lane":
             m = 1 << j
             partner = {k: tuple(_var(ctx, t, _shuffle(ctx, "simd_shuffle_xor", t, v, f"{m}u"), "shf")
-                                for t, v in zip(types, T[k])) for k in keys}
+                                for t, v in zip(types, T[k], strict=True)) for k in keys}
             bitx = f"(tmps_lane & {m}u)"
         else:
             U = len(keys)
             bufs = _scratch_arrays(ctx, [(t, nthreads * U) for t in types])
             ctx.barrier()
             for ui, k in enumerate(keys):
-                for b, v in zip(bufs, T[k]):
+                for b, v in zip(bufs, T[k], strict=True):
                     e.line(f"{b}[tmps_tid * {U}u + {ui}u] = {v};")
             ctx.barrier()
             other = _var(ctx, "uint", f"(tmps_tid ^ {1 << (j + 5)}u) * {U}u", "ptid")
-            partner = {k: tuple(_var(ctx, t, f"{b}[{other} + {ui}u]", "wpt") for t, b in zip(types, bufs))
+            partner = {k: tuple(_var(ctx, t, f"{b}[{other} + {ui}u]", "wpt") for t, b in zip(types, bufs, strict=True))
                        for ui, k in enumerate(keys)}
             bitx = f"(tmps_warp & {1 << j}u)"
         late = _var(ctx, "bool", f"{bitx} {'==' if reverse else '!='} 0u", "late")
@@ -515,7 +517,8 @@ def histogram(ctx: LoweringContext, op: Op):
             cond = f"(uint)({ctx.expr(src, r)}) < {nbins}u"  # out-of-range values are dropped
             if mask is not None:
                 cond = f"({ctx.expr(mask, r)}) && {cond}"
-            e.line(f"if ({cond}) atomic_fetch_add_explicit(&{hist}[(uint)({ctx.expr(src, r)})], 1, memory_order_relaxed);")
+            bin_ = f"(uint)({ctx.expr(src, r)})"
+            e.line(f"if ({cond}) atomic_fetch_add_explicit(&{hist}[{bin_}], 1, memory_order_relaxed);")
 
     if owner:
         with e.block(f"if ({owner})"):

@@ -16,9 +16,9 @@ def broadcast(ctx: LoweringContext, op: Op):
         return
     sshape = src.type.shape
     keep = [s != 1 for s in sshape]
-    project = lambda c: tuple(x if k else 0 for x, k in zip(c, keep))  # noqa: E731
+    project = lambda c: tuple(x if k else 0 for x, k in zip(c, keep, strict=True))  # noqa: E731
     remap(ctx, src, dst, project,
-          lambda c: row_major(sshape, [x if k else "0u" for x, k in zip(c, keep)]), ctx.hint(dst, "bc"))
+          lambda c: row_major(sshape, [x if k else "0u" for x, k in zip(c, keep, strict=True)]), ctx.hint(dst, "bc"))
 
 
 @lowers("tt.expand_dims")
@@ -41,7 +41,7 @@ def _linear_to_coord(shape, lin: int) -> tuple:
 
 def _coord_to_linear(shape, c) -> int:
     lin = 0
-    for s, x in zip(shape, c):
+    for s, x in zip(shape, c, strict=True):
         lin = lin * s + x
     return lin
 
@@ -99,7 +99,7 @@ def _threads_match(full, part) -> bool:
     last = full.rank - 1
     if len(full.lane_bases) != len(part.lane_bases) or len(full.warp_bases) != len(part.warp_bases):
         return False
-    for fb, pb in zip(full.lane_bases + full.warp_bases, part.lane_bases + part.warp_bases):
+    for fb, pb in zip(full.lane_bases + full.warp_bases, part.lane_bases + part.warp_bases, strict=True):
         if fb[last] != 0 or tuple(fb[:-1]) != tuple(pb):
             return False
     return True
@@ -132,7 +132,7 @@ def join(ctx: LoweringContext, op: Op):
 def split(ctx: LoweringContext, op: Op):
     (src,) = op.operands
     slay = ctx.layout(src)
-    last = slay.rank - 1
+    sshape = src.type.shape
     for k, dst in enumerate(op.results):
         dlay = ctx.layout(dst)
         if _threads_match(slay, dlay):
@@ -140,7 +140,6 @@ def split(ctx: LoweringContext, op: Op):
             if None not in exprs:
                 ctx.bind(dst, [ctx.expr(src, sr) for sr in exprs])
                 continue
-        sshape = src.type.shape
         remap(ctx, src, dst, None, lambda c, k=k: row_major(sshape, list(c) + [f"{k}u"]), ctx.hint(dst, "split"))
 
 
@@ -148,10 +147,6 @@ def split(ctx: LoweringContext, op: Op):
 def cat(ctx: LoweringContext, op: Op):
     a, b = op.operands
     dst = op.results[0]
-    n0 = a.type.shape[0]
-    inner = 1
-    for s in a.type.shape[1:]:
-        inner *= s
     dshape = dst.type.shape
     # Concatenation along dim 0 in row-major order: a's elements then b's.
     _gather_many(ctx, op, [a, b], dst, lambda c: row_major(dshape, c), ctx.hint(dst, "cat"))
