@@ -11,6 +11,7 @@ import numpy as np
 os.environ.setdefault("TRITON_DEFAULT_FP_FUSION", "1")
 
 import triton_mps  # noqa: E402
+from tmps_testing import poisoned  # noqa: E402
 from triton_mps.compiler import compile_ttgir  # noqa: E402
 
 
@@ -89,13 +90,7 @@ def compile_kernel(fn, signature: dict, constexprs: dict | None = None, num_warp
     return Compiled(cm, kernel, mod, num_warps, seconds)
 
 
-def poison(shape, dtype) -> np.ndarray:
-    out = np.empty(shape, dtype=dtype)
-    if np.issubdtype(out.dtype, np.floating):
-        out.fill(np.nan)
-    else:
-        out.view(np.uint8).fill(0xA5)
-    return out
+poison = poisoned  # the name these tests use for tests/tmps_testing.poisoned
 
 
 def bf16_to_f32(u16: np.ndarray) -> np.ndarray:
