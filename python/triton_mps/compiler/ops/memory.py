@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..axis_info import AxisAnalysis, vector_runs
 from ..ir import Op
 from ..lowering import LoweringContext, lowers
 from ..types import PointerType, ScalarType, TensorType, elem_of
@@ -62,6 +63,26 @@ def _pointee(ctx: LoweringContext, ptr_value) -> ScalarType:
     return pt.pointee
 
 
+def _vector_runs(ctx: LoweringContext, ptr, ety: ScalarType, regs: list[int]) -> dict[int, int]:
+    """First register -> run length for the register runs that the axis analysis proves
+    contiguous and aligned (empty: every access stays scalar)."""
+    if not isinstance(ptr.type, TensorType) or ety.bits % 8 or ety.bits > 64:
+        return {}
+    ana = getattr(ctx, "_axis_analysis", None)
+    if ana is None:
+        ana = AxisAnalysis(ctx.func)
+        ctx._axis_analysis = ana
+    return vector_runs(ctx.layout(ptr), ana.get(ptr), ety.bits // 8, regs)
+
+
+def _deref(p: str) -> str:
+    return f"*{p}" if p.isidentifier() else f"*({p})"
+
+
+def _all(conds: list[str]) -> str:
+    return " && ".join(f"({c})" for c in conds)
+
+
 @lowers("tt.load")
 def load(ctx: LoweringContext, op: Op):
     ptr = op.operands[0]
@@ -74,14 +95,39 @@ def load(ctx: LoweringContext, op: Op):
     zero = ctx.literal(0, ety)
 
     def reg(r: int) -> str:
-        p = ctx.expr(ptr, r)
-        load_expr = f"*{p}" if p.isidentifier() else f"*({p})"
+        load_expr = _deref(ctx.expr(ptr, r))
         if mask is None:
             return load_expr
         alt = ctx.expr(other, r) if other is not None else zero
         return f"{ctx.expr(mask, r)} ? {load_expr} : {alt}"
 
-    ctx.define(res, reg, hint=ctx.hint(res, "ld"))
+    runs = _vector_runs(ctx, ptr, ety, list(range(ctx.num_regs(ptr)))) if isinstance(ptr.type, TensorType) else {}
+    if not runs:
+        ctx.define(res, reg, hint=ctx.hint(res, "ld"))
+        return
+    e = ctx.e
+    names = ctx.declare(res, init=[zero] * ctx.num_regs(res), hint=ctx.hint(res, "ld"))
+    scalars = [r for r in range(len(names)) if r not in runs and not any(s < r < s + k for s, k in runs.items())]
+    for r in scalars:
+        e.line(f"{names[r]} = {reg(r)};")
+    for r0, k in runs.items():
+        vt = f"{ety.msl()}{k}"
+        tmp = e.fresh("vld")
+        # One vector access for the run; when some lane of the run is masked off, per-register
+        # scalar accesses (a vector access could touch memory the mask protects).
+        vec = [f"{vt} {tmp} = *(device const {vt}*)({ctx.expr(ptr, r0)});"]
+        vec += [f"{names[r0 + i]} = {tmp}.{'xyzw'[i]};" for i in range(k)]
+        if mask is None:
+            with e.block(""):
+                for ln in vec:
+                    e.line(ln)
+            continue
+        with e.block(f"if ({_all([ctx.expr(mask, r0 + i) for i in range(k)])})"):
+            for ln in vec:
+                e.line(ln)
+        with e.block("else"):
+            for i in range(k):
+                e.line(f"{names[r0 + i]} = {reg(r0 + i)};")
 
 
 @lowers("tt.store")
@@ -94,18 +140,36 @@ def store(ctx: LoweringContext, op: Op):
         lay = ctx.layout(ptr)
         owner = ctx.owner_predicate(lay)
         regs = lay.owned_regs()
+        runs = _vector_runs(ctx, ptr, _pointee(ctx, ptr), regs)
     else:
-        owner, regs = "tmps_tid == 0u", [0]  # a scalar store: one thread does it
+        owner, regs, runs = "tmps_tid == 0u", [0], {}  # a scalar store: one thread does it
     e = ctx.e
+    in_run = {r0 + i for r0, k in runs.items() for i in range(k)}
+
+    def scalar(r: int) -> str:
+        return f"{_deref(ctx.expr(ptr, r))} = {ctx.expr(val, r)};"
 
     def body():
         for r in regs:
-            p = ctx.expr(ptr, r)
-            st = f"{'*' + p if p.isidentifier() else '*(' + p + ')'} = {ctx.expr(val, r)};"
-            if mask is not None:
-                e.line(f"if ({ctx.expr(mask, r)}) {st}")
+            if r in runs:
+                k = runs[r]
+                vt = f"{_pointee(ctx, ptr).msl()}{k}"
+                vals = ", ".join(ctx.expr(val, r + i) for i in range(k))
+                st = f"*(device {vt}*)({ctx.expr(ptr, r)}) = {vt}({vals});"
+                if mask is None:
+                    e.line(st)
+                    continue
+                with e.block(f"if ({_all([ctx.expr(mask, r + i) for i in range(k)])})"):
+                    e.line(st)
+                with e.block("else"):
+                    for i in range(k):
+                        e.line(f"if ({ctx.expr(mask, r + i)}) {scalar(r + i)}")
+            elif r in in_run:
+                continue
+            elif mask is not None:
+                e.line(f"if ({ctx.expr(mask, r)}) {scalar(r)}")
             else:
-                e.line(st)
+                e.line(scalar(r))
 
     if owner:
         with e.block(f"if ({owner})"):
