@@ -1,7 +1,8 @@
 """Structured control flow: scf.for / scf.if / scf.while, tt.return, noinline tt.call.
 
 Loop-carried values and if/while results become mutable MSL variables declared before the
-statement; region terminators assign them (as parallel assignments)."""
+statement; region terminators assign them (as parallel assignments). scf.for accumulators that
+ops/dot.py can keep in simdgroup matrices over the loop are carried as those matrices instead."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import re
 from ..ir import Op
 from ..lowering import LoweringContext, function_body, lowers
 from ..types import TensorType
+from .dot import begin_loop_accumulator, end_loop_accumulator, loop_accumulators
 
 
 @lowers("tt.return")
@@ -36,13 +38,25 @@ def scf_for(ctx: LoweringContext, op: Op):
     inits = op.operands[3:]
     body = op.regions[0].blocks[0]
     iv_t = ctx.msl_type(lb)
-    carried = [ctx.declare(res, init=ctx.exprs(init)) for res, init in zip(op.results, inits, strict=True)]
+    # Accumulators that stay in simdgroup matrices over the loop (ops/dot.py proves which): the
+    # matrices are the carried variables; the dot updates them in place, so no assignment here.
+    special = loop_accumulators(ctx, op)
+    carried = []
+    for i, (res, init) in enumerate(zip(op.results, inits, strict=True)):
+        if i in special:
+            carried.append(begin_loop_accumulator(ctx, special[i], init))
+        else:
+            carried.append(ctx.declare(res, init=ctx.exprs(init)))
     iv = ctx.e.fresh(body.args[0].hint or "i")
     e = ctx.e
     with e.block(f"for ({iv_t} {iv} = {ctx.expr(lb)}; {iv} < {ctx.expr(ub)}; {iv} += {ctx.expr(step)})"):
         yields = ctx.lower_block(body, [iv] + carried)
-        ctx.assign(_flat(carried), _flat(yields), _types(ctx, op.results))
-    # results are the carried variables (names already bound by declare)
+        plain = [i for i in range(len(op.results)) if i not in special]
+        ctx.assign(_flat(carried[i] for i in plain), _flat(yields[i] for i in plain),
+                   _types(ctx, [op.results[i] for i in plain]))
+    # plain results are the carried variables (names already bound by declare)
+    for i, dop in special.items():
+        end_loop_accumulator(ctx, dop, op.results[i])
 
 
 @lowers("scf.if")

@@ -14,7 +14,10 @@ lowerings, chosen per op:
   D registers and adds its C registers. A and B are staged from before their conversion to the
   dot-operand layouts when possible (each element written once, not once per replica). The lane
   layout of simdgroup matrices is never relied on: data moves only through simdgroup_load /
-  simdgroup_store.
+  simdgroup_store. Inside an scf.for whose carried accumulator feeds only this dot and takes
+  its result back (see `loop_accumulators`), the accumulator tiles are the loop's variables
+  instead: staged in once before the loop, only A and B are staged per iteration, and D is read
+  back once after the loop.
 - FMA: each thread computes its own D registers. When the operand layouts put every A(m, k) and
   B(k, n) that a D(m, n) register needs into the same thread (lane and warp parts agree, checked
   at compile time), registers are matched at compile time; otherwise A and B go through
@@ -93,6 +96,10 @@ def dot(ctx: LoweringContext, op: Op):
 
     M, N = lc.shape[-2], lc.shape[-1]
     desc = f"tt.dot {'x'.join(map(str, lc.shape[:-2] + (M, N, K)))} ({ta} x {tb} -> {td})"
+    rec = getattr(ctx, _TABLE, {}).get(id(op))
+    if rec is not None:
+        _lower_carried(ctx, rec, a, b, d, desc)
+        return
     if mode != "fma" and _simdgroup_ok(rank, M, N, K, is_int):
         _lower_simdgroup(ctx, a, b, c, d, M, N, K, desc)
         return
@@ -454,3 +461,190 @@ def _lower_simdgroup(ctx: LoweringContext, a, b, c, d, M: int, N: int, K: int, d
             else:
                 row = ctx.coord(lc, r)[0]
                 e.line(f"if (({row}) - {r0}u < {RB}u) {names[r]} = {read(r, r0)};")
+
+
+# ---- accumulators carried in simdgroup registers across an scf.for ------------------------------
+# A loop-carried accumulator whose only in-loop use is the C operand of one simdgroup-eligible
+# tt.dot whose result is yielded back in the same position stays in simdgroup_float8x8 registers
+# over the whole loop: staged into matrices once before the loop, read back once after it
+# (control_flow.scf_for asks `loop_accumulators`). Anything not proven here keeps the per-dot
+# round trip through threadgroup memory.
+_TABLE = "simdgroup_loop_accs"  # LoweringContext attribute: dot op id -> carried tile record
+
+
+def _carried_table(ctx: LoweringContext) -> dict:
+    table = getattr(ctx, _TABLE, None)
+    if table is None:
+        table = {}
+        setattr(ctx, _TABLE, table)
+    return table
+
+
+def _loop_dot_ok(ctx: LoweringContext, dop: Op) -> bool:
+    """The dot lowers to simdgroup matrices with an fp32 accumulator, D read back in one band."""
+    if len(dop.operands) < 3 or dop.name != "tt.dot":
+        return False
+    a, b, c = dop.operands[:3]
+    d = dop.results[0]
+    if not all(v.is_tensor and v.layout is not None for v in (a, b, c, d)):
+        return False
+    ta, tb, tc, td = (elem_of(v.type) for v in (a, b, c, d))
+    if not all(isinstance(t, ScalarType) for t in (ta, tb, tc, td)):
+        return False
+    if ta.name != tb.name or ta.name not in _FLOAT_IN or tc.name != "f32" or td.name != "f32":
+        return False
+    try:
+        if dot_mode() == "fma":
+            return False
+    except ValueError:
+        return False
+    lc = c.layout
+    if lc.rank != 2 or not lc.same_as(d.layout):
+        return False
+    M, N, K = lc.shape[0], lc.shape[1], a.layout.shape[-1]
+    if tuple(a.layout.shape) != (M, K):
+        return False
+    if tuple(b.layout.shape) != (K, N):
+        return False
+    if not _simdgroup_ok(2, M, N, K, False):
+        return False
+    return _simdgroup_plan(M, N, K)[1] == M  # the whole M x N accumulator fits the scratch
+
+
+def loop_accumulators(ctx: LoweringContext, op: Op) -> dict[int, Op]:
+    """Positions i of scf.for `op`'s carried values that can live in simdgroup registers ->
+    the tt.dot that accumulates into them."""
+    body = op.regions[0].blocks[0]
+    if not body.ops or body.ops[-1].name != "scf.yield":
+        return {}
+    yld = body.ops[-1]
+    found = {}
+    for i, arg in enumerate(body.args[1:]):
+        if arg.uses != 1 or i >= len(yld.operands):
+            continue
+        users = [o for o in body.ops if o.name == "tt.dot" and len(o.operands) >= 3 and o.operands[2] is arg]
+        if len(users) != 1:
+            continue  # the single use is elsewhere (or nested in a region)
+        dop = users[0]
+        d = dop.results[0]
+        if d.uses != 1 or yld.operands[i] is not d or any(d is v for v in op.operands):
+            continue
+        if _loop_dot_ok(ctx, dop):
+            found[i] = dop
+    return found
+
+
+def _geometry(ctx: LoweringContext, M: int, N: int, K: int) -> dict:
+    W = ctx.num_warps
+    TM, TN = M // 8, N // 8
+    WM, WN = _warp_grid(TM, TN, W)
+    KC, _ = _simdgroup_plan(M, N, K)
+    return {"M": M, "N": N, "K": K, "WM": WM, "WN": WN, "PM": TM // WM, "PN": TN // WN, "KC": KC,
+            "active": f"tmps_warp < {WM * WN}u" if WM * WN < W else None}
+
+
+def _for_active(ctx: LoweringContext, g: dict, part) -> None:
+    if g["active"]:
+        with ctx.e.block(f"if ({g['active']})"):
+            part()
+    else:
+        part()
+
+
+def _tile_origin(ctx: LoweringContext, g: dict) -> str:
+    p = ctx.e.fresh("mm")
+    ctx.e.line(f"uint {p}_m = (tmps_warp / {g['WN']}u) * {g['PM'] * 8}u;")
+    ctx.e.line(f"uint {p}_n = (tmps_warp % {g['WN']}u) * {g['PN'] * 8}u;")
+    return p
+
+
+def begin_loop_accumulator(ctx: LoweringContext, dop: Op, init: Value) -> list[str]:
+    """Before the loop: stage the init accumulator into this SIMD-group's simdgroup matrices,
+    which become the loop's carried variables. Returns their names (MSL-visible after the loop)."""
+    e = ctx.e
+    a, c = dop.operands[0], dop.operands[2]
+    M, N = ctx.layout(c).shape
+    K = ctx.layout(a).shape[-1]
+    g = _geometry(ctx, M, N, K)
+    buf = ctx.scratch(max((M + N) * g["KC"], M * N) * 4, "float")
+    e.comment(f"tt.dot {M}x{N}x{K}: accumulator carried in simdgroup_matrix registers across the loop")
+    p = _tile_origin(ctx, g)
+    accs = [[f"{p}_acc{i}_{j}" for j in range(g["PN"])] for i in range(g["PM"])]
+    fill = _uniform(ctx, init)
+    for row in accs:
+        for acc in row:
+            e.line(f"simdgroup_float8x8 {acc} = make_filled_simdgroup_matrix<float, 8, 8>({fill or '0.0f'});")
+    table = _carried_table(ctx)
+    table[id(dop)] = {"g": g, "p": p, "accs": accs, "buf": buf}
+    if fill is not None:  # tl.zeros / a splat: no staging needed
+        return [x for row in accs for x in row]
+    ctx.barrier()
+    _stage(ctx, init, buf, 0, False)
+    ctx.barrier()
+
+    def load():
+        for i in range(g["PM"]):
+            for j in range(g["PN"]):
+                e.line(f"simdgroup_load({accs[i][j]}, {buf}, {N}, ulong2({p}_n + {8 * j}u, {p}_m + {8 * i}u));")
+
+    _for_active(ctx, g, load)
+    return [x for row in accs for x in row]
+
+
+def _uniform(ctx: LoweringContext, v: Value) -> str | None:
+    """The single MSL expression of every element of v when v is a splat (of a scalar, which is
+    the same in all threads) or a splat constant; else None."""
+    op = v.owner
+    if op is None or op.name not in ("tt.splat", "arith.constant"):
+        return None
+    xs = set(ctx.exprs(v))
+    return xs.pop() if len(xs) == 1 else None
+
+
+def end_loop_accumulator(ctx: LoweringContext, dop: Op, result: Value) -> None:
+    """After the loop: store the matrices to scratch, read them back into result's registers."""
+    rec = _carried_table(ctx).pop(id(dop))
+    g, p, accs, buf = rec["g"], rec["p"], rec["accs"], rec["buf"]
+    e = ctx.e
+    lay = ctx.layout(result)
+
+    def store():
+        for i in range(g["PM"]):
+            for j in range(g["PN"]):
+                e.line(f"simdgroup_store({accs[i][j]}, {buf}, {g['N']}, ulong2({p}_n + {8 * j}u, {p}_m + {8 * i}u));")
+
+    ctx.barrier()  # every SIMD-group is done with the loop's A and B tiles
+    _for_active(ctx, g, store)
+    ctx.barrier()
+    _define_result(ctx, result, lay, lambda r: f"{buf}[{_row_major(lay.shape, ctx.coord(lay, r))}]")
+
+
+def _lower_carried(ctx: LoweringContext, rec: dict, a, b, d, desc: str) -> None:
+    """Inside the loop: stage A and B only; multiply into the carried matrices."""
+    e = ctx.e
+    g, p, accs, buf = rec["g"], rec["p"], rec["accs"], rec["buf"]
+    M, N, K, KC = g["M"], g["N"], g["K"], g["KC"]
+    a, b = _pre_conversion(ctx, a), _pre_conversion(ctx, b)
+    e.comment(f"{desc}: simdgroup_matrix 8x8 into the loop-carried accumulator, K staged {KC} at a time")
+    k = e.fresh("kk")
+
+    def multiply():
+        with e.block(f"for (uint {k} = 0u; {k} < {KC}u; {k} += 8u)"):
+            for i in range(g["PM"]):
+                e.line(f"simdgroup_float8x8 {k}_a{i};")
+                e.line(f"simdgroup_load({k}_a{i}, {buf}, {KC}, ulong2({k}, {p}_m + {8 * i}u));")
+            for j in range(g["PN"]):
+                e.line(f"simdgroup_float8x8 {k}_b{j};")
+                e.line(f"simdgroup_load({k}_b{j}, {buf} + {M * KC}, {N}, ulong2({p}_n + {8 * j}u, {k}));")
+            for i in range(g["PM"]):
+                for j in range(g["PN"]):
+                    e.line(f"simdgroup_multiply_accumulate({accs[i][j]}, {k}_a{i}, {k}_b{j}, {accs[i][j]});")
+
+    for k0 in range(0, K, KC):
+        ctx.barrier()
+        _stage_chunk(ctx, a, buf, 0, 1, k0, KC)
+        _stage_chunk(ctx, b, buf, M * KC, 0, k0, KC)
+        ctx.barrier()
+        _for_active(ctx, g, multiply)
+    # d is only yielded back into the carried matrices (proven by loop_accumulators).
+    ctx.bind(d, [x for row in accs for x in row])
