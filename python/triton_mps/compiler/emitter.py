@@ -51,6 +51,15 @@ class Emitter:
         self._counts[p] = n + 1
         return f"{p}{n}"
 
+    @contextmanager
+    def guarded(self, cond: str | None):
+        """The body inside `if (cond) { ... }`, or unguarded when cond is None or empty."""
+        if cond:
+            with self.block(f"if ({cond})"):
+                yield
+        else:
+            yield
+
     def helper(self, key: str, text: str) -> str:
         """Register a program-scope helper once (functions, tables); returns key."""
         if key not in self.helpers:

@@ -147,10 +147,7 @@ def _emit_records(ctx: LoweringContext, site: int, operand: int, v, cond=None) -
             stmt = f"{put}(tmps_dbg, {site}u, tmps_pid, {operand}u, {idx}, {bits});"
             e.line(f"if ({cond(r)}) {stmt}" if cond is not None else stmt)
 
-    if owner:
-        with e.block(f"if ({owner})"):
-            body()
-    else:
+    with e.guarded(owner):
         body()
 
 

@@ -157,10 +157,7 @@ def _stage(ctx: LoweringContext, v: Value, buf: str, base: int, is_int: bool) ->
             e.line(f"{buf}[{f'{base}u + ' if base else ''}{idx}] = {_wide(ctx, v, r, is_int)};")
 
     owner = ctx.owner_predicate(lay)
-    if owner:
-        with e.block(f"if ({owner})"):
-            body()
-    else:
+    with e.guarded(owner):
         body()
 
 
@@ -350,10 +347,7 @@ def _stage_chunk(ctx: LoweringContext, v: Value, buf: str, base: int, kdim: int,
             e.line(f"if ({guard}) {line}" if guard else line)
 
     owner = ctx.owner_predicate(lay)
-    if owner:
-        with e.block(f"if ({owner})"):
-            body()
-    else:
+    with e.guarded(owner):
         body()
 
 
@@ -401,10 +395,7 @@ def _lower_simdgroup(ctx: LoweringContext, a, b, c, d, M: int, N: int, K: int, d
     active = f"tmps_warp < {WM * WN}u" if WM * WN < W else None
 
     def for_active(part):
-        if active:
-            with e.block(f"if ({active})"):
-                part()
-        else:
+        with e.guarded(active):
             part()
 
     def multiply():
@@ -544,10 +535,7 @@ def _geometry(ctx: LoweringContext, M: int, N: int, K: int) -> dict:
 
 
 def _for_active(ctx: LoweringContext, g: dict, part) -> None:
-    if g["active"]:
-        with ctx.e.block(f"if ({g['active']})"):
-            part()
-    else:
+    with ctx.e.guarded(g["active"]):
         part()
 
 

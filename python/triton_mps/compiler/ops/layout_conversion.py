@@ -33,10 +33,7 @@ def store_to_scratch(ctx: LoweringContext, src: Value, buf: str, base: int = 0) 
             idx = ctx.linear_index(lay, r)
             e.line(f"{buf}[{idx}{f' + {base}u' if base else ''}] = {ctx.expr(src, r)};")
 
-    if owner:
-        with e.block(f"if ({owner})"):
-            body()
-    else:
+    with e.guarded(owner):
         body()
 
 

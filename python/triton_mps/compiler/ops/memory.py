@@ -171,10 +171,7 @@ def store(ctx: LoweringContext, op: Op):
             else:
                 e.line(scalar(r))
 
-    if owner:
-        with e.block(f"if ({owner})"):
-            body()
-    else:
+    with e.guarded(owner):
         body()
 
 
@@ -367,10 +364,7 @@ def _atomic(ctx: LoweringContext, op: Op, make_call) -> None:
     sem = next((s for s in ("acq_rel", "release", "acquire", "relaxed") if f" {s}," in op.text), "acq_rel")
     if not is_tensor and sem in ("acq_rel", "release"):
         e.line("threadgroup_barrier(mem_flags::mem_device);")
-    if owner:
-        with e.block(f"if ({owner})"):
-            body()
-    else:
+    with e.guarded(owner):
         body()
     if not is_tensor and sem in ("acq_rel", "acquire"):
         e.line("threadgroup_barrier(mem_flags::mem_device);")

@@ -245,10 +245,7 @@ def _reduce_across_warps(ctx, op, lay, axis, types, comb, rlay, groups, vals, la
             for buf, x in zip(bufs, vals[key], strict=True):
                 e.line(f"{buf}[{kname} + {slot}] = {x};")
 
-    if conds:
-        with e.block(f"if ({' && '.join(conds)})"):
-            write()
-    else:
+    with e.guarded(" && ".join(conds)):
         write()
     ctx.barrier()
     results = op.results
@@ -520,10 +517,7 @@ def histogram(ctx: LoweringContext, op: Op):
             bin_ = f"(uint)({ctx.expr(src, r)})"
             e.line(f"if ({cond}) atomic_fetch_add_explicit(&{hist}[{bin_}], 1, memory_order_relaxed);")
 
-    if owner:
-        with e.block(f"if ({owner})"):
-            count()
-    else:
+    with e.guarded(owner):
         count()
     ctx.barrier()
     ctx.define(res, lambda r: f"atomic_load_explicit(&{hist}[{ctx.linear_index(rlay, r)}], memory_order_relaxed)",
