@@ -398,10 +398,27 @@ void build_flags(std::vector<std::string>& argv, const CompileOptions& options) 
 }
 }  // namespace
 
+namespace {
+// zig builds for the host CPU (a baseline x86-64 has no F16C, so half conversions would need
+// compiler-rt calls we do not link). Objects are therefore only valid on the same kind of CPU:
+// the CPU's model and feature flags are part of the cache key, for caches shared by machines.
+std::string host_cpu_id() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line, model, features;
+  while (std::getline(in, line)) {
+    if (model.empty() && (line.rfind("model name", 0) == 0 || line.rfind("CPU part", 0) == 0)) model = line;
+    if (features.empty() && (line.rfind("flags", 0) == 0 || line.rfind("Features", 0) == 0)) features = line;
+    if (!model.empty() && !features.empty()) break;
+  }
+  return sha256_hex(model + "|" + features).substr(0, 16);
+}
+}  // namespace
+
 std::string build_fingerprint(const CompileOptions& options) {
   std::vector<std::string> argv;
   build_flags(argv, options);
-  std::string out;
+  static const std::string cpu = host_cpu_id();
+  std::string out = "cpu " + cpu + "\n";
   for (const auto& a : argv) out += a + '\n';
   return out;
 }

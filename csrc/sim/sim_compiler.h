@@ -29,8 +29,8 @@ void set_shim_dir(const std::string& dir);
 // in the same directory, then rename). Throws CompileError with the compiler's diagnostics.
 void compile_shared_object(const std::string& cpp, const std::string& out_path, const CompileOptions& options);
 
-// The build's command-line flags (no file names): part of the on-disk cache key, so a change
-// of flags never reuses objects built with the old ones.
+// The build's command-line flags (no file names) and the host CPU (zig builds for it): part of
+// the on-disk cache key, so a change of flags or CPU never reuses objects built otherwise.
 std::string build_fingerprint(const CompileOptions& options);
 
 // Strict check: compile the same C++ with device/constant/threadgroup as real address spaces
