@@ -40,6 +40,7 @@ from ..ir import Op, Value
 from ..layout import Layout
 from ..lowering import LoweringContext, lowers
 from ..types import ScalarType, elem_of
+from .layout_conversion import row_major
 
 ENV = "TRITON_MPS_DOT"
 SCRATCH_LIMIT = 32 * 1024  # Metal's threadgroup memory per threadgroup
@@ -138,14 +139,6 @@ def _wide(ctx: LoweringContext, v: Value, r: int, is_int: bool) -> str:
     return x if elem_of(v.type).name == "f32" else f"(float){x}"
 
 
-def _row_major(shape, coords: list[str]) -> str:
-    terms, stride = [], 1
-    for dd in reversed(range(len(shape))):
-        terms.append(coords[dd] if stride == 1 else f"({coords[dd]}) * {stride}u")
-        stride *= shape[dd]
-    return " + ".join(reversed(terms)) if terms else "0u"
-
-
 def _stage(ctx: LoweringContext, v: Value, buf: str, base: int, is_int: bool) -> None:
     """Owners of v's elements write them, widened, at base + row-major index in buf."""
     lay = ctx.layout(v)
@@ -153,7 +146,7 @@ def _stage(ctx: LoweringContext, v: Value, buf: str, base: int, is_int: bool) ->
 
     def body():
         for r in lay.owned_regs():
-            idx = _row_major(lay.shape, ctx.coord(lay, r))
+            idx = row_major(lay.shape, ctx.coord(lay, r))
             e.line(f"{buf}[{f'{base}u + ' if base else ''}{idx}] = {_wide(ctx, v, r, is_int)};")
 
     owner = ctx.owner_predicate(lay)
@@ -277,8 +270,8 @@ def _lower_fma_scratch(ctx: LoweringContext, a, b, c, d, K: int, is_int: bool, d
     for r in owned:
         cs = ctx.coord(lc, r)
         batch = cs[:-2]
-        a_row = _row_major(la.shape, batch + [cs[-2], "0u"])
-        b_col = _row_major(lb.shape, batch + ["0u", cs[-1]])
+        a_row = row_major(la.shape, batch + [cs[-2], "0u"])
+        b_col = row_major(lb.shape, batch + ["0u", cs[-1]])
         acc = f"{base}_{r}"
         e.line(f"{acc_t} {acc} = {_wide(ctx, c, r, is_int)};")
         with e.block(f"for (uint {kv} = 0u; {kv} < {K}u; ++{kv})"):
@@ -343,7 +336,7 @@ def _stage_chunk(ctx: LoweringContext, v: Value, buf: str, base: int, kdim: int,
             else:
                 cs[kdim] = f"(({cs[kdim]}) - {k0}u)"
                 guard = f"{cs[kdim]} < {kc}u"  # unsigned: also false below k0
-            line = f"{buf}[{f'{base}u + ' if base else ''}{_row_major(shape, cs)}] = {_wide(ctx, v, r, False)};"
+            line = f"{buf}[{f'{base}u + ' if base else ''}{row_major(shape, cs)}] = {_wide(ctx, v, r, False)};"
             e.line(f"if ({guard}) {line}" if guard else line)
 
     owner = ctx.owner_predicate(lay)
@@ -420,7 +413,7 @@ def _lower_simdgroup(ctx: LoweringContext, a, b, c, d, M: int, N: int, K: int, d
     def read(r: int, r0: int) -> str:
         cs = ctx.coord(lc, r)
         cs[0] = f"(({cs[0]}) - {r0}u)" if r0 else cs[0]
-        return _result(td, f"{_wide(ctx, c, r, False)} + {buf}[{_row_major((RB, N), cs)}]", False)
+        return _result(td, f"{_wide(ctx, c, r, False)} + {buf}[{row_major((RB, N), cs)}]", False)
 
     def store(r0: int):
         def part():
@@ -604,7 +597,7 @@ def end_loop_accumulator(ctx: LoweringContext, dop: Op, result: Value) -> None:
     ctx.barrier()  # every SIMD-group is done with the loop's A and B tiles
     _for_active(ctx, g, store)
     ctx.barrier()
-    _define_result(ctx, result, lay, lambda r: f"{buf}[{_row_major(lay.shape, ctx.coord(lay, r))}]")
+    _define_result(ctx, result, lay, lambda r: f"{buf}[{row_major(lay.shape, ctx.coord(lay, r))}]")
 
 
 def _lower_carried(ctx: LoweringContext, rec: dict, a, b, d, desc: str) -> None:

@@ -7,6 +7,7 @@ their elements at the row-major index, a barrier, every thread reads what it nee
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 from ..ir import Op, Value
@@ -51,9 +52,7 @@ def remap(ctx: LoweringContext, src: Value, dst: Value, project: Callable | None
             ctx.bind(dst, [ctx.expr(src, m[r]) for r in range(dlay.num_regs)])
             return
     ty = ctx.msl_type(src)
-    numel = 1
-    for s in slay.shape:
-        numel *= s
+    numel = math.prod(slay.shape)
     buf = ctx.scratch(numel * _size(ty), ty)
     ctx.e.comment(f"{hint}: through threadgroup memory")
     ctx.barrier()

@@ -27,6 +27,8 @@ thread folds the elements of its results sequentially (slower, always correct).
 
 from __future__ import annotations
 
+import math
+
 from ..ir import Op
 from ..layout import Layout, register_map
 from ..lowering import LoweringContext, lowers
@@ -291,9 +293,7 @@ def _all_to_scratch(ctx, srcs, types, numel) -> list[str]:
 
 def _reduce_generic(ctx, op, lay, axis, types, comb, rlay):
     shape = lay.shape
-    numel = 1
-    for s in shape:
-        numel *= s
+    numel = math.prod(shape)
     bufs = _all_to_scratch(ctx, op.operands, types, numel)
     n = shape[axis]
     per_reg, memo = [], {}
@@ -466,9 +466,7 @@ def _scan_hypercube(ctx, op, lay: Layout, plan, reverse: bool, types, comb) -> l
 
 def _scan_generic(ctx, op, lay: Layout, axis: int, reverse: bool, types, comb) -> list[tuple]:
     shape = lay.shape
-    numel = 1
-    for s in shape:
-        numel *= s
+    numel = math.prod(shape)
     bufs = _all_to_scratch(ctx, op.operands, types, numel)
     n = shape[axis]
     out, memo = [], {}
