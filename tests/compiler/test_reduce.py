@@ -24,6 +24,18 @@ def _rng():
 
 
 @triton.jit
+def _kept_index(M, N, BM: tl.constexpr, BN: tl.constexpr, AXIS: tl.constexpr):
+    """Offsets (and their mask) along the dimension a reduction over AXIS keeps."""
+    if AXIS == 1:
+        o = tl.arange(0, BM)
+        om = o < M
+    else:
+        o = tl.arange(0, BN)
+        om = o < N
+    return o, om
+
+
+@triton.jit
 def smm_kernel(x_ptr, s_ptr, mx_ptr, mn_ptr, M, N, BM: tl.constexpr, BN: tl.constexpr, AXIS: tl.constexpr):
     r = tl.arange(0, BM)[:, None]
     c = tl.arange(0, BN)[None, :]
@@ -34,12 +46,7 @@ def smm_kernel(x_ptr, s_ptr, mx_ptr, mn_ptr, M, N, BM: tl.constexpr, BN: tl.cons
     s = tl.sum(x, axis=AXIS)
     hi = tl.max(xmax, axis=AXIS)
     lo = tl.min(xmin, axis=AXIS)
-    if AXIS == 1:
-        o = tl.arange(0, BM)
-        om = o < M
-    else:
-        o = tl.arange(0, BN)
-        om = o < N
+    o, om = _kept_index(M, N, BM, BN, AXIS)
     tl.store(s_ptr + o, s, mask=om)
     tl.store(mx_ptr + o, hi, mask=om)
     tl.store(mn_ptr + o, lo, mask=om)
@@ -126,12 +133,7 @@ def arg_kernel(x_ptr, amax_ptr, amin_ptr, M, N, BM: tl.constexpr, BN: tl.constex
     xi = tl.load(x_ptr + r * N + c, mask=m, other=float("inf"))
     amax = tl.argmax(xa, axis=AXIS)
     amin = tl.argmin(xi, axis=AXIS)
-    if AXIS == 1:
-        o = tl.arange(0, BM)
-        om = o < M
-    else:
-        o = tl.arange(0, BN)
-        om = o < N
+    o, om = _kept_index(M, N, BM, BN, AXIS)
     tl.store(amax_ptr + o, amax, mask=om)
     tl.store(amin_ptr + o, amin, mask=om)
 
@@ -210,12 +212,7 @@ def multi_kernel(x_ptr, h_ptr, s_ptr, c_ptr, mx_ptr, M, N, BM: tl.constexpr, BN:
     cnt = (x > 0).to(tl.int32)
     h = tl.load(h_ptr + r * N + c, mask=m, other=float("-inf"))
     s, n, mx = tl.reduce((x, cnt, h), AXIS, _stats_combine)
-    if AXIS == 1:
-        o = tl.arange(0, BM)
-        om = o < M
-    else:
-        o = tl.arange(0, BN)
-        om = o < N
+    o, om = _kept_index(M, N, BM, BN, AXIS)
     tl.store(s_ptr + o, s, mask=om)
     tl.store(c_ptr + o, n, mask=om)
     tl.store(mx_ptr + o, mx, mask=om)
