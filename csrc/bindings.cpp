@@ -342,6 +342,8 @@ NB_MODULE(_core, m) {
     d["command"] = t.cxx;
     d["description"] = t.description;
     d["version"] = t.version;
+    d["target"] = sim::sim_target().name;
+    d["target_flags"] = sim::sim_target().flags;
     return d;
   });
   m.def("cache_dir", &cache_dir);

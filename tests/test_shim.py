@@ -29,7 +29,8 @@ def test_shim_unit_selftest(tmp_path):
     so = tmp_path / "shim_selftest.so"
     cmd = [_zig(), "c++", "-shared", "-fPIC", "-O2", "-g0", "-nostdinc", "-nostdinc++", "-fno-exceptions",
            "-fno-rtti", "-Xclang", "-ffloat16-excess-precision=none", "-Xclang",
-           "-fbfloat16-excess-precision=none", "-std=c++17", f"-I{triton_mps._core.sim_shim_dir()}", "-x", "c++",
+           "-fbfloat16-excess-precision=none", "-std=c++17", f"-I{triton_mps._core.sim_shim_dir()}",
+           *triton_mps._core.sim_toolchain()["target_flags"], "-x", "c++",
            str(MSL / "shim_selftest.cpp"), "-o", str(so)]
     r = subprocess.run(cmd, capture_output=True, text=True)
     assert r.returncode == 0, r.stderr

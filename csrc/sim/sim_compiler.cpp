@@ -394,31 +394,80 @@ void build_flags(std::vector<std::string>& argv, const CompileOptions& options) 
 #endif
   common_flags(argv, options);
   math_flags(argv, options.math_mode);
+  for (const std::string& f : sim_target().flags) argv.push_back(f);
   for (const char* f : {"-x", "c++"}) argv.push_back(f);
 }
 }  // namespace
 
 namespace {
-// zig builds for the host CPU (a baseline x86-64 has no F16C, so half conversions would need
-// compiler-rt calls we do not link). Objects are therefore only valid on the same kind of CPU:
-// the CPU's model and feature flags are part of the cache key, for caches shared by machines.
-std::string host_cpu_id() {
-  std::ifstream in("/proc/cpuinfo");
-  std::string line, model, features;
-  while (std::getline(in, line)) {
-    if (model.empty() && (line.rfind("model name", 0) == 0 || line.rfind("CPU part", 0) == 0)) model = line;
-    if (features.empty() && (line.rfind("flags", 0) == 0 || line.rfind("Features", 0) == 0)) features = line;
-    if (!model.empty() && !features.empty()) break;
+// The CPU simulated kernels are built for. Never the host's own ("native"): a host feature can
+// change numerics (AVX512-BF16's conversion flushes subnormals, where the shim rounds exactly),
+// and the same kernel must give the same bits on every developer's and CI's machine. So the
+// target is one of a fixed ladder, chosen by what the host can execute; every rung computes the
+// same bits (no fast math, no contraction; half/bfloat conversions are exact IEEE in hardware
+// (F16C, ARMv8 FCVT) or in the shim's compiler-rt stand-ins). TRITON_MPS_SIM_CPU overrides the
+// choice (a CPU in the compiler's syntax, e.g. "x86_64_v4+avx512bf16" for zig), for tests that
+// prove the bits do not depend on it.
+bool host_runs_x86_64_v3() {
+#if defined(__x86_64__)
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("x86-64-v3");
+#else
+  return false;
+#endif
+}
+
+SimTarget choose_target(bool zig) {
+  SimTarget t;
+  std::string custom = env("TRITON_MPS_SIM_CPU");
+  if (!custom.empty()) {
+    t.name = custom;
+  } else {
+#if defined(__x86_64__)
+    t.name = host_runs_x86_64_v3() ? "x86_64_v3" : "x86_64";
+#elif defined(__aarch64__)
+    t.name = "generic";  // ARMv8.0-A: no BF16 instructions, FP16 only through exact FCVT
+#else
+    t.name = "generic";
+#endif
   }
-  return sha256_hex(model + "|" + features).substr(0, 16);
+  // Hardware bfloat conversions flush subnormals (x86 AVX512-BF16 / AVX-NE-CONVERT, Arm BFCVT
+  // without FEAT_EBF16): always off, even on an explicitly chosen CPU, so the shim's exact
+  // conversion runs.
+#if defined(__x86_64__)
+  const std::vector<std::string> no_bf16 = {"avx512bf16", "avxneconvert"};
+#else
+  const std::vector<std::string> no_bf16 = {"bf16"};
+#endif
+  if (zig) {
+    std::string cpu = t.name;
+    for (const std::string& f : no_bf16) cpu += "-" + f;
+    t.flags = {"-mcpu=" + cpu};
+  } else {
+    // clang spells the same CPUs with dashes (x86-64-v3); "generic" means the architecture's baseline.
+    std::string march = t.name;
+    for (char& c : march) if (c == '_') c = '-';
+    if (march == "generic") march = "armv8-a";
+#if defined(__x86_64__)
+    t.flags = {"-march=" + march};
+    for (const std::string& f : no_bf16) t.flags.push_back("-mno-" + f);
+#else
+    t.flags = {"-march=" + march + "+nobf16"};
+#endif
+  }
+  return t;
 }
 }  // namespace
+
+const SimTarget& sim_target() {
+  static const SimTarget target = choose_target(is_zig(find_toolchain()));
+  return target;
+}
 
 std::string build_fingerprint(const CompileOptions& options) {
   std::vector<std::string> argv;
   build_flags(argv, options);
-  static const std::string cpu = host_cpu_id();
-  std::string out = "cpu " + cpu + "\n";
+  std::string out;
   for (const auto& a : argv) out += a + '\n';
   return out;
 }

@@ -29,8 +29,17 @@ void set_shim_dir(const std::string& dir);
 // in the same directory, then rename). Throws CompileError with the compiler's diagnostics.
 void compile_shared_object(const std::string& cpp, const std::string& out_path, const CompileOptions& options);
 
-// The build's command-line flags (no file names) and the host CPU (zig builds for it): part of
-// the on-disk cache key, so a change of flags or CPU never reuses objects built otherwise.
+// The CPU kernels are built for: a fixed baseline chosen from what the host can run (never the
+// host's native features, which may change numerics), or $TRITON_MPS_SIM_CPU. `name` is in the
+// compiler's spelling ("x86_64_v3", "generic"); `flags` select it on the command line.
+struct SimTarget {
+  std::string name;
+  std::vector<std::string> flags;
+};
+const SimTarget& sim_target();
+
+// The build's command-line flags (no file names), which name the target CPU: part of the
+// on-disk cache key, so a change of flags or target never reuses objects built otherwise.
 std::string build_fingerprint(const CompileOptions& options);
 
 // Strict check: compile the same C++ with device/constant/threadgroup as real address spaces

@@ -57,15 +57,62 @@ extern "C" __attribute__((weak, visibility("hidden"))) __bf16 __truncsfbf2(float
   u += 0x7fffu + ((u >> 16) & 1u);
   return __builtin_bit_cast(__bf16, (unsigned short)(u >> 16));
 }
-extern "C" __attribute__((weak, visibility("hidden"))) __bf16 __truncdfbf2(double d) {
-  // Round to odd into float first (keeps the sticky bit), then RNE to bfloat: no double rounding.
+// half <-> float/double. With a CPU target that has F16C (x86-64-v3) or FCVT (ARMv8), clang
+// converts in hardware; on the baseline x86-64 target it calls these compiler-rt functions.
+// Both give the same bits: IEEE round to nearest even with subnormals, and NaN payloads kept
+// and quieted as F16C and FCVT do.
+extern "C" __attribute__((weak, visibility("hidden"))) _Float16 __truncsfhf2(float f) {
+  unsigned u = __builtin_bit_cast(unsigned, f);
+  unsigned short sign = (unsigned short)((u >> 16) & 0x8000u);
+  unsigned a = u & 0x7fffffffu;
+  unsigned short h;
+  if (a > 0x7f800000u) {
+    h = (unsigned short)(sign | 0x7e00u | ((a >> 13) & 0x3ffu));
+  } else if (a >= 0x477ff000u) {  // >= 65520 rounds to infinity (and infinity itself)
+    h = (unsigned short)(sign | 0x7c00u);
+  } else if (a >= 0x38800000u) {  // normal half: rebias the exponent, round the 13 dropped bits
+    unsigned m = a - 0x38000000u;
+    m += 0xfffu + ((m >> 13) & 1u);
+    h = (unsigned short)(sign | (m >> 13));
+  } else if (a < 0x33000000u) {  // below 2^-25 (half the smallest subnormal): zero
+    h = sign;
+  } else {  // subnormal half: value = mant * 2^(e-150) = r * 2^-24
+    unsigned e = a >> 23, mant = (a & 0x7fffffu) | 0x800000u, shift = 126u - e;
+    unsigned r = mant >> shift, rem = mant & ((1u << shift) - 1u), halfway = 1u << (shift - 1u);
+    if (rem > halfway || (rem == halfway && (r & 1u))) ++r;
+    h = (unsigned short)(sign | r);
+  }
+  return __builtin_bit_cast(_Float16, h);
+}
+extern "C" __attribute__((weak, visibility("hidden"))) float __extendhfsf2(_Float16 x) {
+  unsigned short b = __builtin_bit_cast(unsigned short, x);
+  unsigned sign = (unsigned)(b & 0x8000u) << 16, e = (b >> 10) & 0x1fu, m = b & 0x3ffu;
+  if (e == 31) return __builtin_bit_cast(float, sign | 0x7f800000u | (m ? 0x400000u : 0u) | (m << 13));
+  if (e == 0) {
+    float v = (float)m * 0x1p-24f;  // exact: at most 10 significant bits
+    return __builtin_bit_cast(float, sign | __builtin_bit_cast(unsigned, v));
+  }
+  return __builtin_bit_cast(float, sign | ((e + 112u) << 23) | (m << 13));
+}
+extern "C" __attribute__((weak, visibility("hidden"))) double __extendhfdf2(_Float16 x) { return (double)__extendhfsf2(x); }
+
+// double -> float rounded to odd: a later rounding to a narrower type then equals the direct,
+// correctly rounded conversion (no double rounding).
+static inline float tmps_round_to_odd_float(double d) {
   float f = (float)d;
-  if (d != d) return __truncsfbf2(f);
+  if (d != d) return f;
   unsigned u = __builtin_bit_cast(unsigned, f);
   double fa = f < 0 ? -(double)f : (double)f, da = d < 0 ? -d : d;
   if (fa > da) u -= 1;  // rounded away from zero: step back toward zero (also inf -> FLT_MAX)
   if ((double)__builtin_bit_cast(float, u) != d) u |= 1;
-  return __truncsfbf2(__builtin_bit_cast(float, u));
+  return __builtin_bit_cast(float, u);
+}
+extern "C" __attribute__((weak, visibility("hidden"))) _Float16 __truncdfhf2(double d) {
+  return __truncsfhf2(tmps_round_to_odd_float(d));
+}
+
+extern "C" __attribute__((weak, visibility("hidden"))) __bf16 __truncdfbf2(double d) {
+  return __truncsfbf2(tmps_round_to_odd_float(d));
 }
 
 namespace tmps_sim {
