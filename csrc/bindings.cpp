@@ -3,6 +3,7 @@
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/array.h>
+#include <nanobind/stl/optional.h>
 #include <nanobind/stl/pair.h>
 #include <nanobind/stl/shared_ptr.h>
 #include <nanobind/stl/string.h>
@@ -247,10 +248,11 @@ NB_MODULE(_core, m) {
           }, "handle"_a, "offset"_a, "nbytes"_a)
       .def("compile", [](DeviceContext& c, const std::string& source, const std::string& entry,
                          const std::string& math_mode, bool strict, std::vector<std::pair<std::string, std::string>> macros,
-                         const std::string& label, const std::string& language_version) {
+                         const std::string& label, const std::string& language_version, std::optional<bool> memcheck) {
             CompileOptions o;
             o.math_mode = parse_math_mode(math_mode);
             o.strict_check = strict;
+            if (memcheck) o.memcheck = *memcheck;
             o.macros = std::move(macros);
             o.label = label;
             o.language_version = language_version;
@@ -261,7 +263,8 @@ NB_MODULE(_core, m) {
             }
             return PipelineRef{p};
           }, "source"_a, "entry"_a, "math_mode"_a = "safe", "strict"_a = true,
-          "macros"_a = std::vector<std::pair<std::string, std::string>>{}, "label"_a = "", "language_version"_a = "3.1")
+          "macros"_a = std::vector<std::pair<std::string, std::string>>{}, "label"_a = "", "language_version"_a = "3.1",
+          "memcheck"_a = nb::none())
       .def("launch", [](DeviceContext& c, const PipelineRef& p, std::array<uint32_t, 3> grid, std::array<uint32_t, 3> threads,
                         nb::list args, std::vector<std::pair<uint32_t, uint32_t>> threadgroup_memory, int pack_scalars_at,
                         bool timed) -> nb::object {

@@ -1,9 +1,18 @@
 // Device discovery: Metal devices (macOS) first, then the simulator, which always exists.
 #include "device.h"
 
+#include <cstdlib>
+#include <cstring>
 #include <mutex>
 
 namespace tmps {
+
+bool memcheck_default() {
+  const char* v = std::getenv("TRITON_MPS_MEMCHECK");
+  if (!v || !*v || std::strcmp(v, "1") == 0) return true;
+  if (std::strcmp(v, "0") == 0) return false;
+  throw InvalidArgument(std::string("TRITON_MPS_MEMCHECK must be 0 or 1, got '") + v + "'");
+}
 
 std::shared_ptr<Device> simulator_device() {
   // One simulator per process: it owns worker threads and loaded kernel libraries.

@@ -35,11 +35,16 @@ struct DeviceInfo {
 // Metal's math modes. Triton semantics are not fast-math: Safe is our default.
 enum class MathMode { Safe, Relaxed, Fast };
 
+// Bounds checking of every device-memory access (simulator memcheck): on unless
+// $TRITON_MPS_MEMCHECK is "0" (benchmarks). Throws InvalidArgument on another value.
+bool memcheck_default();
+
 struct CompileOptions {
   MathMode math_mode = MathMode::Safe;
   std::string language_version = "3.1";                     // MSL version asked of Metal
   std::vector<std::pair<std::string, std::string>> macros;  // preprocessor definitions
   bool strict_check = true;  // simulator: also compile with real address spaces (Metal's rules)
+  bool memcheck = memcheck_default();  // simulator: check every access against its buffer
   std::string label;         // shows in diagnostics (e.g. the Triton kernel name)
 
   // Stable text form, part of the pipeline cache key.

@@ -54,6 +54,8 @@ std::string CompileOptions::key() const {
   append_framed(k, language_version);
   k += ";strict=";
   k += strict_check ? "1" : "0";
+  k += ";memcheck=";
+  k += memcheck ? "1" : "0";
   k += ";macros=";
   k += std::to_string(macros.size());
   for (const auto& [name, value] : macros) {

@@ -8,6 +8,7 @@
 #undef _FORTIFY_SOURCE
 
 #include "scheduler.h"
+#include "memcheck.h"
 
 #include <setjmp.h>
 #include <signal.h>
@@ -55,6 +56,7 @@ struct DispatchState {
   uint64_t total_groups = 0;
   uint32_t nthreads = 0;
   tmps_sim_thread thread_template{};  // fields equal for every thread of the dispatch
+  AccessMap access;                   // memcheck: the buffers and runtime memory of this dispatch
   std::atomic<uint64_t> next{0};
   std::atomic<bool> stop{false};
 
@@ -108,6 +110,7 @@ struct Worker {
   const tmps_sim_thread* cur_thread = nullptr;
   tmps_sim_thread single{};  // the running thread when not using fibers
   void* sched_sp = nullptr;
+  uintptr_t stack_top = 0;  // loop mode: kernel frames lie below this address of worker_main
 
   sigjmp_buf jmp;
   volatile sig_atomic_t in_kernel = 0;
@@ -243,9 +246,42 @@ void rt_fail(tmps_u32 line, const char* message) {
 
 const tmps_sim_thread* rt_current_thread() { return require_worker("current_thread")->cur_thread; }
 
+// True if [a, a + size) lies inside [lo, hi).
+inline bool within(uintptr_t a, uint64_t size, uintptr_t lo, uintptr_t hi) { return a >= lo && a < hi && size <= hi - a; }
+
+template <class T>
+inline bool within(uintptr_t a, uint64_t size, const std::vector<T>& v) {
+  const auto lo = reinterpret_cast<uintptr_t>(v.data());
+  return within(a, size, lo, lo + v.size() * sizeof(T));
+}
+
+// Memcheck (see memcheck.h). The common case, an access inside a bound buffer, is the first test.
+void rt_check_access(const void* addr, tmps_u64 size, tmps_u32 is_write, const void* pc) {
+  Worker* w = tls_worker;
+  if (!w || !w->d) return;  // kernel code run outside a dispatch (a test calling it directly)
+  const auto a = reinterpret_cast<uintptr_t>(addr);
+  const AccessMap& m = w->d->access;
+  if (m.in_buffer(a, size)) return;
+  // The calling thread's own stack: from this frame up to the top of its stack.
+  const auto here = reinterpret_cast<uintptr_t>(__builtin_frame_address(0));
+  const uintptr_t top = w->fiber_mode ? reinterpret_cast<uintptr_t>(w->stacks[w->current]->top()) : w->stack_top;
+  if (within(a, size, here, top)) return;
+  const auto arena = reinterpret_cast<uintptr_t>(w->arena.get());
+  if (within(a, size, arena, arena + w->tg_used)) return;
+  const auto self = reinterpret_cast<uintptr_t>(w);
+  if (within(a, size, self, self + sizeof(Worker)) || within(a, size, w->threads) || within(a, size, w->snapshots)) return;
+  if (m.in_allowed(a, size)) return;
+  std::string line = source_line_of(pc);
+  set_abort(w, ErrorKind::Dispatch,
+            "kernel '" + kname(w->d->kernel) + "': " + m.describe(a, size, is_write != 0) + " by " + thread_desc(*w) +
+                (line.empty() ? std::string() : " at " + line) +
+                "; the access was stopped before it happened (memcheck; TRITON_MPS_MEMCHECK=0 turns it off)");
+  abort_kernel(w);
+}
+
 const tmps_sim_runtime kRuntime = {
     TMPS_SIM_ABI_VERSION, rt_threadgroup_barrier, rt_simdgroup_barrier, rt_simd_exchange,
-    rt_threadgroup_static, rt_fail, rt_current_thread,
+    rt_threadgroup_static, rt_fail, rt_current_thread, rt_check_access,
 };
 
 // ---- fault signals ---------------------------------------------------------------------------
@@ -625,6 +661,7 @@ void run_groups(Worker& w, DispatchState& d) {
 void worker_main(Worker& w, DispatchState& d) {
   Worker* prev = tls_worker;
   tls_worker = &w;
+  w.stack_top = reinterpret_cast<uintptr_t>(__builtin_frame_address(0));
   try {
     prepare_worker(w, d);
     AltStack alt(w.altstack);
@@ -695,6 +732,7 @@ void Scheduler::run(const LaunchSpec& spec) {
   t.simdgroups_per_threadgroup = static_cast<uint32_t>((nthreads + kSimd - 1) / kSimd);
   t.threads_per_simdgroup = kSimd;
   t.quadgroups_per_threadgroup = static_cast<uint32_t>((nthreads + 3) / 4);
+  d.access.reset(spec);
 
   const unsigned n = static_cast<unsigned>(std::min<uint64_t>(num_workers_, ngroups));
   while (workers_.size() < n) {

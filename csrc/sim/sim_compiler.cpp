@@ -355,6 +355,12 @@ std::string diagnostics(const RunResult& r) {
 
 }  // namespace
 
+std::string run_capture(const std::vector<std::string>& argv, int& status) {
+  RunResult r = run(argv);
+  status = r.status;
+  return r.output;
+}
+
 const Toolchain& find_toolchain() {
   std::lock_guard<std::mutex> lock(g_mu);
   if (!g_toolchain) g_toolchain = discover();  // a failure is not cached: the user may install one
@@ -388,7 +394,21 @@ void build_flags(std::vector<std::string>& argv, const CompileOptions& options) 
   // host process); with zig it also avoids building libc stubs on a cold cache (~6 s).
   // -s: no static symbol table, which would record the temporary source file's random name
   // and make rebuilds of the same kernel differ (kernels are found through dynamic symbols).
-  for (const char* f : {"-shared", "-fPIC", "-O2", "-g0", "-s", "-nostdlib", "-fvisibility=hidden"}) argv.push_back(f);
+  for (const char* f : {"-shared", "-fPIC", "-O2", "-nostdlib", "-fvisibility=hidden"}) argv.push_back(f);
+  if (options.memcheck) {
+    // Memcheck: AddressSanitizer's instrumentation in outline mode (a call per load and
+    // store, answered by the shim's tmps_metal_memcheck.h; no ASan runtime, no shadow
+    // memory, no constructor), only for memory reached through pointers (locals and globals
+    // are not poisoned). Line tables map a bad access to its MSL line; they name the
+    // source as kernel.cpp (see compile_shared_object), so builds stay reproducible.
+    for (const char* f : {"-fsanitize=address", "-fsanitize-address-outline-instrumentation", "-fno-sanitize-address-use-after-scope",
+                          "-mllvm", "-asan-stack=0", "-mllvm", "-asan-globals=0", "-mllvm", "-asan-constructor-kind=none",
+                          "-gline-tables-only", "-fdebug-compilation-dir=.", "-DTMPS_SIM_MEMCHECK=1"})
+      argv.push_back(f);
+  } else {
+    argv.push_back("-g0");
+    argv.push_back("-s");
+  }
 #ifdef __APPLE__
   argv.push_back("-Wl,-undefined,dynamic_lookup");
 #endif
@@ -486,6 +506,7 @@ void compile_shared_object(const std::string& cpp, const std::string& out_path, 
 
   std::vector<std::string> argv = tc.cxx;
   build_flags(argv, options);
+  if (options.memcheck) argv.push_back("-ffile-prefix-map=" + src + "=kernel.cpp");
   argv.push_back(src);
   argv.push_back("-o");
   argv.push_back(so);

@@ -42,6 +42,10 @@ const SimTarget& sim_target();
 // on-disk cache key, so a change of flags or target never reuses objects built otherwise.
 std::string build_fingerprint(const CompileOptions& options);
 
+// Run a command (argv[0] searched on PATH, no shell) and return its stdout and stderr;
+// `status` gets the exit code (-1 if it did not run or exit normally).
+std::string run_capture(const std::vector<std::string>& argv, int& status);
+
 // Strict check: compile the same C++ with device/constant/threadgroup as real address spaces
 // (-DTMPS_SIM_STRICT, syntax only). Throws CompileError ("Metal would reject ...").
 void strict_check(const std::string& cpp, const CompileOptions& options);

@@ -201,10 +201,15 @@ def compile_msl(
     strict: bool = True,
     macros: dict[str, str] | None = None,
     label: str = "",
+    memcheck: bool | None = None,
 ) -> Kernel:
-    """Compile MSL source and return the kernel `entry` (cached by source, options and device)."""
+    """Compile MSL source and return the kernel `entry` (cached by source, options and device).
+
+    `memcheck` (simulator): check every device-memory access against its buffer; None follows
+    $TRITON_MPS_MEMCHECK (on unless "0")."""
     dev = get_device(device)
     pipeline = dev.compile(
-        source, entry, math_mode=math_mode, strict=strict, macros=list((macros or {}).items()), label=label
+        source, entry, math_mode=math_mode, strict=strict, macros=list((macros or {}).items()), label=label,
+        memcheck=memcheck,
     )
     return Kernel(pipeline, dev)

@@ -42,6 +42,7 @@
 #include "tmps_metal_simd.h"
 #include "tmps_metal_matrix.h"
 #include "tmps_metal_atomic.h"
+#include "tmps_metal_memcheck.h"
 
 namespace tmps_sim {
 // Thread positions as the kernel parameter's type.

@@ -12,7 +12,7 @@
 #ifndef TMPS_SIM_ABI_H
 #define TMPS_SIM_ABI_H
 
-#define TMPS_SIM_ABI_VERSION 1u
+#define TMPS_SIM_ABI_VERSION 2u
 #define TMPS_SIM_SIMD_WIDTH 32u
 #define TMPS_SIM_EXCHANGE_SLOT 64u /* bytes one lane may deposit in a SIMD-group exchange */
 #define TMPS_SIM_MAX_BUFFERS 31u   /* Metal's buffer binding limit */
@@ -86,6 +86,10 @@ typedef struct tmps_sim_runtime {
   void (*fail)(tmps_u32 line, const char* message);
   /* The calling GPU thread's positions. */
   const tmps_sim_thread* (*current_thread)(void);
+  /* Memcheck builds only: may the calling thread access `size` bytes at `addr`? Returns if so;
+   * otherwise aborts the dispatch with an error naming the buffer, the offset and the line of
+   * `pc` (the instrumented access's return address). `is_write`: 1 for a store. */
+  void (*check_access)(const void* addr, tmps_u64 size, tmps_u32 is_write, const void* pc);
 } tmps_sim_runtime;
 
 /* How a kernel parameter is bound. */

@@ -1,0 +1,66 @@
+// Part of the simulator's metal_stdlib shim (include <metal_stdlib>, not this file).
+// Memcheck: with TMPS_SIM_MEMCHECK the kernel is compiled with clang's AddressSanitizer
+// instrumentation in outline mode (-fsanitize=address, one call per load and store) and no
+// ASan runtime: these definitions receive the calls and ask the simulator runtime whether
+// the access lies inside memory the kernel may touch (a bound buffer, this threadgroup's
+// memory, the thread's own stack, ...). A bad access aborts the dispatch before it happens.
+// The callbacks themselves are not instrumented. The return address identifies the access
+// for the error message (the runtime maps it to the MSL line).
+#ifndef TMPS_METAL_MEMCHECK_H
+#define TMPS_METAL_MEMCHECK_H
+
+#if defined(TMPS_SIM_MEMCHECK) && TMPS_SIM_MEMCHECK && !defined(TMPS_SIM_STRICT)
+
+#define TMPS_MC_FN extern "C" __attribute__((no_sanitize("address"), visibility("hidden"), used, noinline))
+#define TMPS_MC_CHECK(addr, size, write) \
+  tmps_sim_rt->check_access((const void*)(addr), (tmps_u64)(size), (write), __builtin_return_address(0))
+
+#define TMPS_MC_SIZED(n)                                                              \
+  TMPS_MC_FN void __asan_load##n(__UINTPTR_TYPE__ a) { TMPS_MC_CHECK(a, n, 0u); }     \
+  TMPS_MC_FN void __asan_store##n(__UINTPTR_TYPE__ a) { TMPS_MC_CHECK(a, n, 1u); }
+TMPS_MC_SIZED(1)
+TMPS_MC_SIZED(2)
+TMPS_MC_SIZED(4)
+TMPS_MC_SIZED(8)
+TMPS_MC_SIZED(16)
+#undef TMPS_MC_SIZED
+TMPS_MC_FN void __asan_loadN(__UINTPTR_TYPE__ a, __UINTPTR_TYPE__ n) { TMPS_MC_CHECK(a, n, 0u); }
+TMPS_MC_FN void __asan_storeN(__UINTPTR_TYPE__ a, __UINTPTR_TYPE__ n) { TMPS_MC_CHECK(a, n, 1u); }
+
+// Memory intrinsics (struct copies, memset of arrays): both sides checked, then done here.
+TMPS_MC_FN void* __asan_memcpy(void* d, const void* s, __SIZE_TYPE__ n) {
+  if (n) {
+    TMPS_MC_CHECK(s, n, 0u);
+    TMPS_MC_CHECK(d, n, 1u);
+  }
+  unsigned char* dp = (unsigned char*)d;
+  const unsigned char* sp = (const unsigned char*)s;
+  for (__SIZE_TYPE__ i = 0; i < n; ++i) dp[i] = sp[i];
+  return d;
+}
+TMPS_MC_FN void* __asan_memmove(void* d, const void* s, __SIZE_TYPE__ n) {
+  if (n) {
+    TMPS_MC_CHECK(s, n, 0u);
+    TMPS_MC_CHECK(d, n, 1u);
+  }
+  unsigned char* dp = (unsigned char*)d;
+  const unsigned char* sp = (const unsigned char*)s;
+  if (dp < sp)
+    for (__SIZE_TYPE__ i = 0; i < n; ++i) dp[i] = sp[i];
+  else
+    for (__SIZE_TYPE__ i = n; i > 0; --i) dp[i - 1] = sp[i - 1];
+  return d;
+}
+TMPS_MC_FN void* __asan_memset(void* d, int c, __SIZE_TYPE__ n) {
+  if (n) TMPS_MC_CHECK(d, n, 1u);
+  unsigned char* dp = (unsigned char*)d;
+  for (__SIZE_TYPE__ i = 0; i < n; ++i) dp[i] = (unsigned char)c;
+  return d;
+}
+// Called before a noreturn call (the runtime's fail()): nothing to unpoison here.
+TMPS_MC_FN void __asan_handle_no_return(void) {}
+
+#undef TMPS_MC_CHECK
+#undef TMPS_MC_FN
+#endif
+#endif

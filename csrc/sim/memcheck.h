@@ -1,0 +1,60 @@
+// Memcheck: which memory a simulated GPU thread may touch, and the report when it touches
+// other memory.
+//
+// Kernels built with memcheck call the runtime's check_access() before every load and store
+// through a pointer (see include/tmps_metal_memcheck.h). An access is allowed when it lies
+// wholly inside one bound buffer, the threadgroup's memory in use, the thread's own stack,
+// the kernel library's image, or a runtime structure the shim reads (thread positions,
+// SIMD-group snapshots, the argument table). Anything else is reported before it happens,
+// naming the nearest buffer and the offset from it. Caller memory beside a buffer (the
+// neighbour of a torch tensor) is never touched. Limitation: an access that strays from one
+// bound buffer exactly into another is not detected (addresses carry no provenance here).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "include/tmps_sim_abi.h"
+
+namespace tmps::sim {
+
+struct LaunchSpec;
+
+class AccessMap {
+ public:
+  // The buffers of `spec`, the runtime structures it points to, and the kernel's library.
+  void reset(const LaunchSpec& spec);
+  // Also allow [p, p + bytes) (worker-owned structures).
+  void allow(const void* p, uint64_t bytes);
+
+  bool in_buffer(uintptr_t addr, uint64_t size) const {
+    for (const Range& b : buffers_)
+      if (addr >= b.lo && size <= b.hi - addr && addr < b.hi) return true;
+    return false;
+  }
+  bool in_allowed(uintptr_t addr, uint64_t size) const {
+    for (const Range& r : allowed_)
+      if (addr >= r.lo && addr < r.hi && size <= r.hi - addr) return true;
+    return false;
+  }
+
+  // "out-of-bounds store of 4 bytes to buffer(2) 'out' (float*, 16 elements = 64 bytes) at
+  // byte offset 64 (element 16)", or the nearest buffer for a far address.
+  std::string describe(uintptr_t addr, uint64_t size, bool write) const;
+
+ private:
+  struct Range {
+    uintptr_t lo = 0, hi = 0;
+    uint32_t index = 0;  // buffers: [[buffer(index)]]
+  };
+  const tmps_sim_kernel* kernel_ = nullptr;
+  std::vector<Range> buffers_;
+  std::vector<Range> allowed_;
+};
+
+// "line 12" of the MSL (or Triton-generated MSL) for a code address in a kernel library, from
+// its line tables (addr2line); "" if unknown. Only on the error path: spawns a process.
+std::string source_line_of(const void* pc);
+
+}  // namespace tmps::sim
