@@ -8,7 +8,9 @@
 // SIMD-group snapshots, the argument table). Anything else is reported before it happens,
 // naming the nearest buffer and the offset from it. Caller memory beside a buffer (the
 // neighbour of a torch tensor) is never touched. Limitation: an access that strays from one
-// bound buffer exactly into another is not detected (addresses carry no provenance here).
+// bound buffer exactly into another is not detected (addresses carry no provenance here), nor
+// an aligned 4-byte access to the word holding the first or last element of a buffer that
+// is not word-aligned at that end (the word that narrow atomics must use).
 #pragma once
 
 #include <cstdint>
@@ -30,7 +32,14 @@ class AccessMap {
 
   bool in_buffer(uintptr_t addr, uint64_t size) const {
     for (const Range& b : buffers_)
-      if (addr >= b.lo && size <= b.hi - addr && addr < b.hi) return true;
+      if (addr >= b.lo && addr < b.hi && size <= b.hi - addr) return true;
+    // An aligned 32-bit word holding the first or last 16- or 8-bit element of a buffer that
+    // starts or ends off a word boundary: Metal has no atomics narrower than 32 bits, so
+    // fp16/bf16/int8 atomics compare-and-swap the containing word and write its other bytes
+    // back unchanged.
+    if (size == 4 && addr % 4 == 0)
+      for (const Range& b : buffers_)
+        if (addr < b.hi && addr + 4 > b.lo) return true;
     return false;
   }
   bool in_allowed(uintptr_t addr, uint64_t size) const {

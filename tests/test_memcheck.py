@@ -1,0 +1,151 @@
+"""Memcheck on the simulator: every device-memory access is checked against its buffer.
+
+An out-of-bounds access, even by one element on either side, raises DispatchError naming the
+kernel, the buffer, the offset, the thread and the MSL line, and never touches the memory
+beside the buffer (the canaries around a view stay intact). The device stays usable.
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+import triton_mps
+from tmps_testing import poisoned
+
+SHIFTED = r"""
+#include <metal_stdlib>
+using namespace metal;
+kernel void shifted(device float* out [[buffer(0)]], const device float* x [[buffer(1)]],
+                    constant int& shift [[buffer(2)]], constant int& read_shift [[buffer(3)]],
+                    uint i [[thread_position_in_grid]]) {
+  float v = x[int(i) + read_shift];
+  out[int(i) + shift] = v * 2.0f;
+}
+"""
+STORE_LINE = 8  # MSL line of the store above
+LOAD_LINE = 7
+
+N = 16
+PAD = 8
+
+
+def _views(rng):
+    """`out` and `x` as views into larger arrays whose pads are canaries."""
+    big_out = np.full(N + 2 * PAD, 12345.0, np.float32)
+    big_x = rng.standard_normal(N + 2 * PAD).astype(np.float32)
+    return big_out, big_out[PAD:PAD + N], big_x, big_x[PAD:PAD + N]
+
+
+def _assert_canaries(big_out, before_x, big_x):
+    np.testing.assert_array_equal(big_out[:PAD], 12345.0)
+    np.testing.assert_array_equal(big_out[PAD + N:], 12345.0)
+    np.testing.assert_array_equal(big_x, before_x)
+
+
+def _run_ok(dev, k, rng):
+    big_out, out, big_x, x = _views(rng)
+    out[:] = np.nan
+    k(out, x, 0, 0, grid=1, threads=N)
+    dev.synchronize()
+    np.testing.assert_allclose(out, 2.0 * x.astype(np.float64), rtol=1e-6)
+
+
+@pytest.fixture
+def shifted(sim):
+    return triton_mps.compile_msl(SHIFTED, "shifted", sim, memcheck=True)
+
+
+@pytest.mark.parametrize("shift, where, offset", [
+    (1, "past the end of buffer(0) 'out'", "byte offset 64 (element 16)"),
+    (-1, "before buffer(0) 'out'", "byte offset -4 (element -1)"),
+    (N, "past the end of buffer(0) 'out'", "byte offset 64 (element 16)"),
+])
+def test_store_out_of_bounds_by_small_amounts(sim, shifted, rng, shift, where, offset):
+    big_out, out, big_x, x = _views(rng)
+    before = big_x.copy()
+    with pytest.raises(triton_mps.DispatchError) as info:
+        shifted(out, x, shift, 0, grid=1, threads=N)
+        sim.synchronize()
+    msg = str(info.value)
+    assert "kernel 'shifted'" in msg and "out-of-bounds store of 4 bytes" in msg, msg
+    assert where in msg and offset in msg, msg
+    assert "(float*, 16 elements = 64 bytes)" in msg, msg
+    assert f"line {STORE_LINE}" in msg, msg
+    assert "thread (" in msg and "threadgroup (0,0,0)" in msg, msg
+    _assert_canaries(big_out, before, big_x)
+    _run_ok(sim, shifted, rng)
+
+
+@pytest.mark.parametrize("read_shift, where", [(1, "past the end of buffer(1) 'x'"), (-1, "before buffer(1) 'x'")])
+def test_load_out_of_bounds_by_one(sim, shifted, rng, read_shift, where):
+    big_out, out, big_x, x = _views(rng)
+    before = big_x.copy()
+    with pytest.raises(triton_mps.DispatchError) as info:
+        shifted(out, x, 0, read_shift, grid=1, threads=N)
+        sim.synchronize()
+    msg = str(info.value)
+    assert "out-of-bounds load of 4 bytes" in msg and where in msg and f"line {LOAD_LINE}" in msg, msg
+    _assert_canaries(big_out, before, big_x)
+    _run_ok(sim, shifted, rng)
+
+
+def test_store_far_out_of_bounds(sim, shifted, rng):
+    big_out, out, big_x, x = _views(rng)
+    with pytest.raises(triton_mps.DispatchError, match=r"outside every buffer bound to the kernel"):
+        shifted(out, x, 1_000_000_000, 0, grid=1, threads=N)
+        sim.synchronize()
+    with pytest.raises(triton_mps.DispatchError, match=r"outside every buffer bound to the kernel"):
+        shifted(out, x, -1_000_000_000, 0, grid=1, threads=N)
+        sim.synchronize()
+    _run_ok(sim, shifted, rng)
+
+
+def test_in_bounds_kernels_with_stack_threadgroup_and_simd_memory_pass(sim, rng):
+    """Locals whose address is taken, threadgroup arrays, SIMD collectives and atomics are all
+    legal accesses: memcheck must not report them."""
+    src = r"""
+#include <metal_stdlib>
+using namespace metal;
+static void fill(thread float* dst, float v, int n) { for (int k = 0; k < n; ++k) dst[k] = v + k; }
+kernel void mixed(device float* out [[buffer(0)]], const device float* x [[buffer(1)]],
+                  device atomic_uint* count [[buffer(2)]], threadgroup float* scratch [[threadgroup(0)]],
+                  uint i [[thread_position_in_grid]], uint t [[thread_index_in_threadgroup]],
+                  uint n [[threads_per_threadgroup]]) {
+  float local[4];
+  fill(local, x[i], 4);
+  scratch[t] = local[3];
+  threadgroup_barrier(mem_flags::mem_threadgroup);
+  float s = simd_sum(scratch[(t + 1) % n]);
+  atomic_fetch_add_explicit(count, 1u, memory_order_relaxed);
+  out[i] = s;
+}
+"""
+    k = triton_mps.compile_msl(src, "mixed", sim, memcheck=True)
+    x = rng.standard_normal(64).astype(np.float32)
+    out = poisoned(64, np.float32)
+    count = np.zeros(1, np.uint32)
+    k(out, x, count, grid=2, threads=32, threadgroup_memory=[(0, 32 * 4)])
+    sim.synchronize()
+    shifted_vals = (x + 3).reshape(2, 32).astype(np.float64)
+    want = np.repeat(shifted_vals.sum(axis=1), 32)
+    np.testing.assert_allclose(out, want, rtol=1e-5)
+    assert count[0] == 64
+
+
+def test_memcheck_off_builds_without_checks(sim, rng):
+    """memcheck=False is a different build (the opt-out for benchmarks) and still computes right."""
+    k = triton_mps.compile_msl(SHIFTED, "shifted", sim, memcheck=False)
+    _run_ok(sim, k, rng)
+
+
+def test_memcheck_env_value_is_validated(tmp_path):
+    import subprocess
+    import sys
+
+    env = dict(os.environ, TRITON_MPS_MEMCHECK="yes")
+    code = ("import triton_mps\n"
+            f"triton_mps.compile_msl({SHIFTED!r}, 'shifted', triton_mps.get_device('sim'))\n")
+    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert r.returncode != 0 and "TRITON_MPS_MEMCHECK must be 0 or 1" in r.stderr, r.stderr
