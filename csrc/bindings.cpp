@@ -165,6 +165,9 @@ NB_MODULE(_core, m) {
       PyErr_SetString(e_limit, e.what());
     } catch (const DispatchError& e) {
       PyErr_SetString(e_dispatch, e.what());
+    } catch (const Interrupted& e) {
+      // Ctrl-C stopped a dispatch: run Python's SIGINT handler now (KeyboardInterrupt).
+      if (PyErr_CheckSignals() == 0) PyErr_SetString(PyExc_KeyboardInterrupt, e.what());
     } catch (const OutOfMemory& e) {
       PyErr_SetString(e_oom, e.what());
     } catch (const Unavailable& e) {

@@ -27,6 +27,10 @@ struct LimitExceeded : Error {
 struct DispatchError : Error {
   using Error::Error;
 };
+// A dispatch stopped by Ctrl-C (SIGINT). The bindings turn it into KeyboardInterrupt.
+struct Interrupted : Error {
+  using Error::Error;
+};
 // A device allocation failed even after releasing cached memory.
 struct OutOfMemory : Error {
   using Error::Error;

@@ -16,6 +16,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -25,6 +27,7 @@
 
 #include "../errors.h"
 #include "fiber.h"
+#include "signals.h"
 
 namespace tmps::sim {
 
@@ -38,7 +41,7 @@ constexpr size_t kArenaAlign = 4096;
 constexpr uint32_t kSimdBarrierSite = 0x80000000u;
 
 enum class LaneState : uint8_t { Runnable, Barrier, Collective, Done };
-enum class ErrorKind { Dispatch, Limit };
+enum class ErrorKind { Dispatch, Limit, Interrupted, Timeout };
 
 struct Lane {
   void* sp = nullptr;
@@ -59,6 +62,9 @@ struct DispatchState {
   AccessMap access;                   // memcheck: the buffers and runtime memory of this dispatch
   std::atomic<uint64_t> next{0};
   std::atomic<bool> stop{false};
+  std::atomic<bool> timed_out{false};  // set by the watchdog
+  unsigned interrupts_at_start = 0;    // interrupt_count() when the dispatch began
+  double timeout_s = 0;
 
   std::mutex err_mu;
   bool has_error = false;
@@ -70,7 +76,9 @@ struct DispatchState {
   // lower group has started and runs to its end; the report does not depend on timing.
   void report(uint64_t group, ErrorKind kind, const std::string& message) {
     std::lock_guard<std::mutex> lock(err_mu);
-    if (!has_error || group < err_group) {
+    const bool cancel = kind == ErrorKind::Interrupted || kind == ErrorKind::Timeout;
+    const bool had_cancel = has_error && (err_kind == ErrorKind::Interrupted || err_kind == ErrorKind::Timeout);
+    if (!has_error || (cancel && !had_cancel) || (cancel == had_cancel && group < err_group)) {
       has_error = true;
       err_group = group;
       err_kind = kind;
@@ -84,6 +92,23 @@ std::string kname(const tmps_sim_kernel* k) { return k && k->name ? k->name : "?
 
 std::string xyz(const tmps_u32 v[3]) {
   return "(" + std::to_string(v[0]) + "," + std::to_string(v[1]) + "," + std::to_string(v[2]) + ")";
+}
+
+// Ctrl-C or the watchdog asked this dispatch to stop.
+inline bool cancelled(const DispatchState& d) {
+  return d.timed_out.load(std::memory_order_relaxed) || interrupt_count() != d.interrupts_at_start;
+}
+
+std::string cancel_message(const DispatchState& d, ErrorKind& kind) {
+  if (d.timed_out.load()) {
+    kind = ErrorKind::Timeout;
+    char secs[32];
+    std::snprintf(secs, sizeof secs, "%g", d.timeout_s);
+    return "kernel '" + kname(d.kernel) + "' ran longer than TRITON_MPS_TIMEOUT = " + secs +
+           " s and was stopped (a runaway loop? raise TRITON_MPS_TIMEOUT, or 0 for no limit)";
+  }
+  kind = ErrorKind::Interrupted;
+  return "simulated dispatch of kernel '" + kname(d.kernel) + "' interrupted (Ctrl-C)";
 }
 
 }  // namespace
@@ -162,6 +187,14 @@ Worker* require_worker(const char* service) {
   return w;
 }
 
+// Leave kernel code because the dispatch was cancelled (Ctrl-C, watchdog).
+[[noreturn]] void stop_kernel(Worker* w) {
+  ErrorKind kind = ErrorKind::Dispatch;
+  std::string message = cancel_message(*w->d, kind);
+  set_abort(w, kind, message);
+  abort_kernel(w);
+}
+
 [[noreturn]] void fail_without_fibers(Worker* w, const char* service, tmps_u32 line) {
   set_abort(w, ErrorKind::Dispatch,
             "kernel '" + kname(w->d->kernel) + "' calls " + service + " at line " + std::to_string(line) +
@@ -176,6 +209,7 @@ void block(Worker* w) { fiber_switch(&w->lanes[w->current].sp, w->sched_sp); }
 
 void rt_threadgroup_barrier(tmps_u32 /*mem_flags*/, tmps_u32 line) {
   Worker* w = require_worker("threadgroup_barrier");
+  if (cancelled(*w->d)) stop_kernel(w);
   if (!w->fiber_mode) fail_without_fibers(w, "threadgroup_barrier", line);
   Lane& l = w->lanes[w->current];
   l.state = LaneState::Barrier;
@@ -185,6 +219,7 @@ void rt_threadgroup_barrier(tmps_u32 /*mem_flags*/, tmps_u32 line) {
 
 void rt_simdgroup_barrier(tmps_u32 /*mem_flags*/, tmps_u32 line) {
   Worker* w = require_worker("simdgroup_barrier");
+  if (cancelled(*w->d)) stop_kernel(w);
   if (!w->fiber_mode) fail_without_fibers(w, "simdgroup_barrier", line);
   Lane& l = w->lanes[w->current];
   l.state = LaneState::Collective;
@@ -196,6 +231,7 @@ void rt_simdgroup_barrier(tmps_u32 /*mem_flags*/, tmps_u32 line) {
 
 const tmps_sim_exchange* rt_simd_exchange(const void* value, tmps_u32 size, tmps_u32 site, tmps_u32 line) {
   Worker* w = require_worker("simd_exchange");
+  if (cancelled(*w->d)) stop_kernel(w);
   if (!w->fiber_mode) fail_without_fibers(w, "a SIMD-group function", line);
   if (size > TMPS_SIM_EXCHANGE_SLOT) {
     set_abort(w, ErrorKind::Dispatch,
@@ -259,6 +295,7 @@ inline bool within(uintptr_t a, uint64_t size, const std::vector<T>& v) {
 void rt_check_access(const void* addr, tmps_u64 size, tmps_u32 is_write, const void* pc) {
   Worker* w = tls_worker;
   if (!w || !w->d) return;  // kernel code run outside a dispatch (a test calling it directly)
+  if (cancelled(*w->d)) stop_kernel(w);  // memcheck builds: every access is a point to stop at
   const auto a = reinterpret_cast<uintptr_t>(addr);
   const AccessMap& m = w->d->access;
   if (m.in_buffer(a, size)) return;
@@ -286,86 +323,17 @@ const tmps_sim_runtime kRuntime = {
 
 // ---- fault signals ---------------------------------------------------------------------------
 
-constexpr int kSignals[] = {SIGSEGV, SIGBUS, SIGFPE};
-constexpr int kNumSignals = 3;
-
-std::mutex g_sig_mu;
-int g_sig_users = 0;
-struct sigaction g_old_actions[kNumSignals];
-
-int signal_slot(int sig) {
-  for (int i = 0; i < kNumSignals; ++i)
-    if (kSignals[i] == sig) return i;
-  return 0;
-}
-
-void on_fault(int sig, siginfo_t* info, void* ctx) {
+// SIGSEGV/SIGBUS/SIGFPE while a dispatch runs (signals.h): from kernel code, leave it for the
+// worker's sigsetjmp; otherwise return so the previous handler runs.
+void on_fault(int sig, void* addr) {
   Worker* w = tls_worker;
   if (w && w->in_kernel) {
     w->in_kernel = 0;
     w->fault_sig = sig;
-    w->fault_addr = info ? info->si_addr : nullptr;
+    w->fault_addr = addr;
     siglongjmp(w->jmp, 2);
   }
-  // Not ours: hand over to whoever was installed before (faulthandler, default action).
-  const struct sigaction& old = g_old_actions[signal_slot(sig)];
-  if ((old.sa_flags & SA_SIGINFO) && old.sa_sigaction) {
-    old.sa_sigaction(sig, info, ctx);
-  } else if (old.sa_handler != SIG_DFL && old.sa_handler != SIG_IGN && old.sa_handler) {
-    old.sa_handler(sig);
-  } else {
-    signal(sig, SIG_DFL);  // returning re-executes the faulting instruction: default action
-  }
 }
-
-// Installs the fault handlers while at least one dispatch runs; restores the previous ones.
-class FaultHandlers {
- public:
-  FaultHandlers() {
-    std::lock_guard<std::mutex> lock(g_sig_mu);
-    if (g_sig_users++ > 0) return;
-    struct sigaction sa;
-    std::memset(&sa, 0, sizeof sa);
-    sa.sa_sigaction = on_fault;
-    sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
-    sigemptyset(&sa.sa_mask);
-    for (int i = 0; i < kNumSignals; ++i) sigaction(kSignals[i], &sa, &g_old_actions[i]);
-  }
-  ~FaultHandlers() {
-    std::lock_guard<std::mutex> lock(g_sig_mu);
-    if (--g_sig_users > 0) return;
-    for (int i = 0; i < kNumSignals; ++i) sigaction(kSignals[i], &g_old_actions[i], nullptr);
-  }
-};
-
-// The fault handler must run on its own stack: a fiber that overflowed has none left.
-class AltStack {
- public:
-  explicit AltStack(std::vector<unsigned char>& mem) {
-    size_t bytes = std::max<size_t>(64 * 1024, static_cast<size_t>(SIGSTKSZ));
-    if (mem.size() < bytes) mem.resize(bytes);
-    stack_t ss;
-    std::memset(&ss, 0, sizeof ss);
-    ss.ss_sp = mem.data();
-    ss.ss_size = mem.size();
-    ok_ = sigaltstack(&ss, &old_) == 0;
-  }
-  ~AltStack() {
-    if (!ok_) return;
-    if (old_.ss_flags & SS_DISABLE) {
-      stack_t off;
-      std::memset(&off, 0, sizeof off);
-      off.ss_flags = SS_DISABLE;
-      sigaltstack(&off, nullptr);
-    } else {
-      sigaltstack(&old_, nullptr);
-    }
-  }
-
- private:
-  stack_t old_;
-  bool ok_ = false;
-};
 
 std::string fault_message(const Worker& w) {
   const void* addr = w.fault_addr;
@@ -644,6 +612,12 @@ void run_groups(Worker& w, DispatchState& d) {
   }
   for (;;) {
     if (d.stop.load(std::memory_order_relaxed)) return;
+    if (cancelled(d)) {
+      ErrorKind kind = ErrorKind::Dispatch;
+      std::string message = cancel_message(d, kind);
+      d.report(w.group, kind, message);
+      return;
+    }
     const uint64_t g = d.next.fetch_add(1);
     if (g >= d.total_groups) return;
     start_group(w, g);
@@ -664,7 +638,7 @@ void worker_main(Worker& w, DispatchState& d) {
   w.stack_top = reinterpret_cast<uintptr_t>(__builtin_frame_address(0));
   try {
     prepare_worker(w, d);
-    AltStack alt(w.altstack);
+    SignalStack alt(w.altstack);
     run_groups(w, d);
   } catch (const std::exception& e) {
     d.report(w.group, ErrorKind::Dispatch, std::string("simulator: ") + e.what());
@@ -672,6 +646,17 @@ void worker_main(Worker& w, DispatchState& d) {
   w.d = nullptr;
   w.cur_thread = nullptr;
   tls_worker = prev;
+}
+
+// $TRITON_MPS_TIMEOUT: seconds a dispatch may run (default 300; 0: no limit).
+double dispatch_timeout_s() {
+  const char* v = std::getenv("TRITON_MPS_TIMEOUT");
+  if (!v || !*v) return 300.0;
+  char* end = nullptr;
+  const double t = std::strtod(v, &end);
+  if (end == v || *end != '\0' || !(t >= 0) || t > 1e9)
+    throw InvalidArgument(std::string("TRITON_MPS_TIMEOUT must be a number of seconds >= 0 (0: no limit), got '") + v + "'");
+  return t;
 }
 
 unsigned default_workers() {
@@ -684,6 +669,54 @@ unsigned default_workers() {
 }
 
 }  // namespace
+
+// One thread per scheduler that sets a dispatch's `timed_out` flag at its deadline. Arming
+// and disarming cost a lock and a notify, not a thread per dispatch.
+class Watchdog {
+ public:
+  ~Watchdog() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      quit_ = true;
+    }
+    cv_.notify_all();
+    if (thread_.joinable()) thread_.join();
+  }
+  void arm(std::atomic<bool>* flag, double seconds) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!thread_.joinable()) thread_ = std::thread([this] { loop(); });
+    flag_ = flag;
+    deadline_ = std::chrono::steady_clock::now() +
+                std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(seconds));
+    cv_.notify_all();
+  }
+  void disarm() {
+    std::lock_guard<std::mutex> lock(mu_);
+    flag_ = nullptr;
+    cv_.notify_all();
+  }
+
+ private:
+  void loop() {
+    std::unique_lock<std::mutex> lock(mu_);
+    while (!quit_) {
+      if (!flag_) {
+        cv_.wait(lock);
+      } else if (cv_.wait_until(lock, deadline_) == std::cv_status::timeout && flag_ &&
+                 std::chrono::steady_clock::now() >= deadline_) {
+        flag_->store(true);
+        flag_ = nullptr;
+      }
+    }
+  }
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::thread thread_;
+  std::atomic<bool>* flag_ = nullptr;
+  std::chrono::steady_clock::time_point deadline_;
+  bool quit_ = false;
+};
 
 const tmps_sim_runtime* runtime() { return &kRuntime; }
 
@@ -717,9 +750,12 @@ void Scheduler::run(const LaunchSpec& spec) {
                         std::to_string(kMaxThreadgroupMemory) + " bytes");
   if (nthreads == 0 || ngroups == 0) return;
 
+  const double timeout = dispatch_timeout_s();
   std::lock_guard<std::mutex> lock(mu_);
   DispatchState d;
   d.spec = &spec;
+  d.timeout_s = timeout;
+  d.interrupts_at_start = interrupt_count();
   d.kernel = k;
   d.total_groups = ngroups;
   d.nthreads = static_cast<uint32_t>(nthreads);
@@ -740,7 +776,11 @@ void Scheduler::run(const LaunchSpec& spec) {
     workers_.back()->stack_bytes = stack_bytes_;
   }
 
-  FaultHandlers handlers;
+  DispatchSignals signals(on_fault);
+  if (timeout > 0) {
+    if (!watchdog_) watchdog_ = std::make_unique<Watchdog>();
+    watchdog_->arm(&d.timed_out, timeout);
+  }
   std::vector<std::thread> threads;
   try {
     for (unsigned i = 1; i < n; ++i) threads.emplace_back(worker_main, std::ref(*workers_[i]), std::ref(d));
@@ -749,9 +789,11 @@ void Scheduler::run(const LaunchSpec& spec) {
   }
   worker_main(*workers_[0], d);
   for (auto& th : threads) th.join();
+  if (watchdog_) watchdog_->disarm();
 
   if (d.has_error) {
     if (d.err_kind == ErrorKind::Limit) throw LimitExceeded(d.err_message);
+    if (d.err_kind == ErrorKind::Interrupted) throw Interrupted(d.err_message);
     throw DispatchError(d.err_message);
   }
 }

@@ -38,6 +38,7 @@ struct LaunchSpec {
 };
 
 struct Worker;
+class Watchdog;
 
 class Scheduler {
  public:
@@ -50,7 +51,10 @@ class Scheduler {
 
   // Run the whole dispatch; returns when every threadgroup finished.
   // Throws LimitExceeded (threadgroup size / memory), DispatchError (fail(), divergent
-  // barrier, deadlock, invalid memory access, stack overflow). Reusable after an error.
+  // barrier, deadlock, invalid memory access, stack overflow, longer than
+  // $TRITON_MPS_TIMEOUT seconds (default 300, 0: no limit)), Interrupted (Ctrl-C). A running
+  // kernel notices a stop request at its next barrier, SIMD-group function or (memcheck
+  // builds) memory access, and otherwise at its threadgroup's end. Reusable after an error.
   // Calls on one Scheduler are serialised.
   void run(const LaunchSpec& spec);
 
@@ -61,6 +65,7 @@ class Scheduler {
   size_t stack_bytes_;
   std::mutex mu_;
   std::vector<std::unique_ptr<Worker>> workers_;  // kept across dispatches: stacks are reused
+  std::unique_ptr<Watchdog> watchdog_;             // started at the first dispatch
 };
 
 }  // namespace tmps::sim

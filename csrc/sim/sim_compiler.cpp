@@ -2,8 +2,13 @@
 // directly, no shell), and building kernel shared objects atomically.
 #include "sim_compiler.h"
 
+#include <dirent.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <spawn.h>
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -18,6 +23,7 @@
 #include <fstream>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <sstream>
 
 #include "../pipeline_cache.h"
@@ -44,7 +50,13 @@ std::string env(const char* name) {
   return v ? std::string(v) : std::string();
 }
 
+bool is_executable(const std::string& path);
+std::string which(const std::string& name);
+
 // Runs argv[0] (searched on PATH) with `extra_env` added to our environment; collects output.
+// On Linux the child is killed if this thread dies (PR_SET_PDEATHSIG), so a killed Python
+// process leaves no compiler running on. A child stopped by SIGINT (Ctrl-C reaches the whole
+// process group) throws Interrupted.
 RunResult run(const std::vector<std::string>& argv, const std::vector<std::string>& extra_env = {}) {
   int fds[2];
 #ifdef __APPLE__
@@ -54,12 +66,6 @@ RunResult run(const std::vector<std::string>& argv, const std::vector<std::strin
 #else
   if (pipe2(fds, O_CLOEXEC) != 0) throw Unavailable(std::string("simulator compiler: pipe() failed: ") + std::strerror(errno));
 #endif
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_adddup2(&actions, fds[1], 1);  // dup2 clears close-on-exec
-  posix_spawn_file_actions_adddup2(&actions, fds[1], 2);
-
   std::vector<char*> args;
   for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
@@ -71,11 +77,41 @@ RunResult run(const std::vector<std::string>& argv, const std::vector<std::strin
   for (std::string& e : env_store) envp.push_back(e.data());
   envp.push_back(nullptr);
 
-  pid_t pid = 0;
-  int rc = posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), envp.data());
-  posix_spawn_file_actions_destroy(&actions);
-  close(fds[1]);
   RunResult r;
+  pid_t pid = 0;
+#ifdef __linux__
+  // fork + exec rather than posix_spawn: the child must set its parent-death signal. Between
+  // fork and exec it calls only async-signal-safe functions.
+  const std::string exe = which(argv[0]);
+  if (exe.empty()) {
+    close(fds[0]);
+    close(fds[1]);
+    r.output = "cannot run " + argv[0] + ": not found";
+    return r;
+  }
+  const pid_t parent = getpid();
+  pid = fork();
+  if (pid == 0) {
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(127);  // the parent died before prctl
+    int devnull = open("/dev/null", O_RDONLY);
+    if (devnull >= 0) dup2(devnull, 0);
+    dup2(fds[1], 1);
+    dup2(fds[1], 2);
+    execve(exe.c_str(), args.data(), envp.data());
+    _exit(127);
+  }
+  const int rc = pid < 0 ? errno : 0;
+#else
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_adddup2(&actions, fds[1], 1);  // dup2 clears close-on-exec
+  posix_spawn_file_actions_adddup2(&actions, fds[1], 2);
+  const int rc = posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), envp.data());
+  posix_spawn_file_actions_destroy(&actions);
+#endif
+  close(fds[1]);
   if (rc != 0) {
     close(fds[0]);
     r.output = "cannot run " + argv[0] + ": " + std::strerror(rc);
@@ -92,6 +128,8 @@ RunResult run(const std::vector<std::string>& argv, const std::vector<std::strin
   int status = 0;
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
+  if (WIFSIGNALED(status) && WTERMSIG(status) == SIGINT)
+    throw Interrupted("the simulator's compiler (" + argv[0] + ") was interrupted (Ctrl-C)");
   r.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return r;
 }
@@ -290,6 +328,30 @@ void make_dirs(const std::string& dir) {
   if (dir.empty() || file_exists(dir)) return;
   make_dirs(dir_of(dir));
   if (mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) throw CompileError("simulator compiler: cannot create " + dir);
+}
+
+// Temporary files of builds whose process died (killed mid-compile): "<name>.tmp-<pid>-..."
+// in the cache and "tmps-strict-<pid>-..." in the temp dir. Removed once per directory and
+// process, only when no process with that pid exists (a live one may still be writing).
+void remove_stale_temps(const std::string& dir, const std::string& marker) {
+  static std::mutex mu;
+  static std::set<std::string> done;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    if (!done.insert(dir + "|" + marker).second) return;
+  }
+  DIR* d = opendir(dir.c_str());
+  if (!d) return;
+  while (struct dirent* e = readdir(d)) {
+    const std::string name = e->d_name;
+    const size_t at = name.find(marker);
+    if (at == std::string::npos) continue;
+    const long pid = std::strtol(name.c_str() + at + marker.size(), nullptr, 10);
+    if (pid <= 0 || pid == static_cast<long>(getpid())) continue;
+    if (kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH) continue;
+    std::remove((dir + "/" + name).c_str());
+  }
+  closedir(d);
 }
 
 // zig writes a cache even for trivial compiles; keep it under our cache dir so a read-only
@@ -496,6 +558,7 @@ void compile_shared_object(const std::string& cpp, const std::string& out_path, 
   const Toolchain& tc = find_toolchain();
   std::string dir = dir_of(out_path);
   make_dirs(dir);
+  remove_stale_temps(dir, ".tmp-");
   TempFiles temps;
   std::string base = out_path + ".tmp-" + unique_suffix();
   std::string src = base + ".cpp";
@@ -526,6 +589,7 @@ void strict_check(const std::string& cpp, const CompileOptions& options) {
   TempFiles temps;
   std::string tmpdir = env("TMPDIR");
   if (tmpdir.empty()) tmpdir = "/tmp";
+  remove_stale_temps(tmpdir, "tmps-strict-");
   std::string src = tmpdir + "/tmps-strict-" + unique_suffix() + ".cpp";
   temps.add(src);
   write_file(src, cpp);
