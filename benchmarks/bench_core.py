@@ -41,6 +41,16 @@ kernel void reduce(device const float* x [[buffer(0)]], device float* out [[buff
 """
 
 
+AXPY = r"""
+#include <metal_stdlib>
+using namespace metal;
+kernel void axpy(device const float* x [[buffer(0)]], device float* y [[buffer(1)]],
+                 constant float& a [[buffer(2)]], uint i [[thread_position_in_grid]]) {
+  y[i] = a * x[i] + y[i];
+}
+"""
+
+
 def timeit(fn, repeat: int) -> float:
     times = []
     for _ in range(repeat):
@@ -99,6 +109,26 @@ def main() -> None:
     assert np.allclose(out, ref, rtol=1e-4, atol=1e-4), "reduction result is wrong"
     t = timeit(run, args.repeat)
     rows.append((f"reduction, {n} threads, {tpg}/threadgroup", f"{t * 1e3:.1f} ms ({t / n * 1e9:.0f} ns/thread)"))
+
+    # Memcheck (on by default) against a build without it: the same kernels, side by side.
+    k_off = triton_mps.compile_msl(src, "reduce", dev, memcheck=False)
+
+    def run_off():
+        k_off(x, out, grid=n // tpg, threads=tpg, threadgroup_memory=[(0, 4 * (tpg // 32))])
+        dev.synchronize()
+
+    t_off = timeit(run_off, args.repeat)
+    axpy = {m: triton_mps.compile_msl(AXPY, "axpy", dev, memcheck=m) for m in (True, False)}
+    y = triton_mps.empty(n, np.float32, dev)
+
+    def run_axpy(m):
+        axpy[m](x, y, 2.0, grid=n // 256, threads=256)
+        dev.synchronize()
+
+    t_axpy = {m: timeit(lambda m=m: run_axpy(m), args.repeat) for m in (True, False)}
+    rows.append(("memcheck on / off: reduction", f"{t * 1e3:.1f} / {t_off * 1e3:.1f} ms = {t / t_off:.2f}x"))
+    rows.append(("memcheck on / off: axpy, 1M elements",
+                 f"{t_axpy[True] * 1e3:.1f} / {t_axpy[False] * 1e3:.1f} ms = {t_axpy[True] / t_axpy[False]:.2f}x"))
 
     # Pool: cached reuse vs fresh allocation, same sizes, same run.
     cfg = dev.pool_config()

@@ -14,6 +14,8 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cxxabi.h>
+#include <memory>
 #include <cctype>
 #include <chrono>
 #include <cerrno>
@@ -28,6 +30,7 @@
 
 #include "../pipeline_cache.h"
 #include "../sha256.h"
+#include "host_imports.h"
 
 #ifdef __APPLE__
 #include <crt_externs.h>
@@ -330,6 +333,13 @@ void make_dirs(const std::string& dir) {
   if (mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) throw CompileError("simulator compiler: cannot create " + dir);
 }
 
+// "_Z6printfPKcz" -> "printf(char const*, ...)"; other names unchanged.
+std::string demangle(const std::string& name) {
+  int status = 0;
+  std::unique_ptr<char, void (*)(void*)> d(abi::__cxa_demangle(name.c_str(), nullptr, nullptr, &status), std::free);
+  return status == 0 && d ? std::string(d.get()) : name;
+}
+
 // Temporary files of builds whose process died (killed mid-compile): "<name>.tmp-<pid>-..."
 // in the cache and "tmps-strict-<pid>-..." in the temp dir. Removed once per directory and
 // process, only when no process with that pid exists (a live one may still be writing).
@@ -406,6 +416,39 @@ void math_flags(std::vector<std::string>& a, MathMode mode) {
       a.push_back("-ffast-math");
       break;
   }
+}
+
+// clang reports a poisoned identifier (see tmps_metal.h) as "attempt to use a poisoned
+// identifier" and shows the line with a caret under it: say instead what Metal says.
+std::string metal_wording(const std::string& text) {
+  static const std::string kPoison = "attempt to use a poisoned identifier";
+  std::vector<std::string> lines;
+  {
+    std::istringstream in(text);
+    for (std::string l; std::getline(in, l);) lines.push_back(l);
+  }
+  for (size_t i = 0; i < lines.size(); ++i) {
+    const size_t at = lines[i].find(kPoison);
+    if (at == std::string::npos || i + 2 >= lines.size()) continue;
+    const size_t caret = lines[i + 2].find('^');
+    const std::string& src = lines[i + 1];
+    if (caret == std::string::npos || caret >= src.size()) continue;
+    size_t b = caret, e = caret;
+    while (e < src.size() && (std::isalnum(static_cast<unsigned char>(src[e])) || src[e] == '_')) ++e;
+    const std::string word = src.substr(b, e - b);
+    const std::string what = word == "double"    ? "'double' is not supported in Metal (use float)"
+                             : word == "goto"    ? "'goto' is not supported in Metal"
+                             : word == "virtual" ? "virtual functions are not supported in Metal"
+                             : (word == "asm" || word == "__asm__" || word == "__asm")
+                                 ? "inline assembly is not supported in Metal"
+                             : (word == "new" || word == "delete")
+                                 ? "dynamic memory allocation ('" + word + "') is not supported in Metal"
+                                 : "'" + word + "' is not supported in Metal";
+    lines[i].replace(at, kPoison.size(), what);
+  }
+  std::string out;
+  for (size_t i = 0; i < lines.size(); ++i) out += (i ? "\n" : "") + lines[i];
+  return out;
 }
 
 std::string diagnostics(const RunResult& r) {
@@ -579,6 +622,14 @@ void compile_shared_object(const std::string& cpp, const std::string& out_path, 
     std::string what = options.label.empty() ? std::string() : " for '" + options.label + "'";
     throw CompileError("simulator: compiling the kernel" + what + " failed:\n" + diagnostics(r));
   }
+  std::string imports;
+  for (const std::string& name : undefined_symbols(so))
+    if (!allowed_host_import(name)) imports += (imports.empty() ? "" : ", ") + demangle(name);
+  if (!imports.empty()) {
+    std::string what = options.label.empty() ? std::string() : " ('" + options.label + "')";
+    throw CompileError("Metal would reject this kernel" + what + ": it calls functions that are not part of Metal (" +
+                       imports + "); a kernel may call only its own functions and the Metal standard library");
+  }
   if (std::rename(so.c_str(), out_path.c_str()) != 0)
     throw CompileError("simulator: cannot move the compiled kernel to " + out_path + ": " + std::strerror(errno));
   temps.release(so);
@@ -607,7 +658,7 @@ void strict_check(const std::string& cpp, const CompileOptions& options) {
   RunResult r = run(argv, compiler_env(tc));
   if (r.status != 0) {
     std::string what = options.label.empty() ? std::string() : " ('" + options.label + "')";
-    throw CompileError("Metal would reject this kernel" + what + ":\n" + diagnostics(r));
+    throw CompileError("Metal would reject this kernel" + what + ":\n" + metal_wording(diagnostics(r)));
   }
 }
 

@@ -126,7 +126,9 @@ template<class T> inline T position(tmps_u32 v) { return (T)v; }
 #pragma clang diagnostic ignored "-Wduplicate-decl-specifier"
 
 #ifdef TMPS_SIM_STRICT
-#pragma clang poison double goto virtual
+// Not MSL: doubles, goto, virtual functions, inline assembly, dynamic allocation (the strict
+// check's diagnostics name each "not supported in Metal").
+#pragma clang poison double goto virtual asm __asm__ __asm new delete
 #endif
 
 #endif
