@@ -63,6 +63,7 @@ struct DispatchState {
   std::atomic<uint64_t> next{0};
   std::atomic<bool> stop{false};
   std::atomic<bool> timed_out{false};  // set by the watchdog
+  tmps_sim_memcheck mc{};              // memcheck's fast path: buffers and stop words
   unsigned interrupts_at_start = 0;    // interrupt_count() when the dispatch began
   double timeout_s = 0;
 
@@ -575,17 +576,20 @@ void run_group_fibers(Worker& w) {
   }
 }
 
+// Threadgroup memory of a worker, allocated once (before the dispatch publishes its ranges).
+void ensure_arena(Worker& w) {
+  if (w.arena) return;
+  void* p = std::aligned_alloc(kArenaAlign, kMaxThreadgroupMemory + kArenaAlign);
+  if (!p) throw OutOfMemory("simulator: cannot allocate threadgroup memory");
+  w.arena.reset(static_cast<unsigned char*>(p));
+}
+
 // Per-dispatch buffers of a worker; stacks only grow.
 void prepare_worker(Worker& w, DispatchState& d) {
   w.d = &d;
   w.fiber_mode = d.kernel->needs_fibers != 0;
   w.aborting = false;
   w.fault_sig = 0;
-  if (!w.arena) {
-    void* p = std::aligned_alloc(kArenaAlign, kMaxThreadgroupMemory + kArenaAlign);
-    if (!p) throw OutOfMemory("simulator: cannot allocate threadgroup memory");
-    w.arena.reset(static_cast<unsigned char*>(p));
-  }
   w.args.buffers = d.spec->buffers.data();
   w.args.buffer_sizes = d.spec->buffer_sizes.data();
   w.args.threadgroup_buffers = w.tg_buffers.data();
@@ -682,10 +686,11 @@ class Watchdog {
     cv_.notify_all();
     if (thread_.joinable()) thread_.join();
   }
-  void arm(std::atomic<bool>* flag, double seconds) {
+  void arm(std::atomic<bool>* flag, volatile tmps_u32* stop_word, double seconds) {
     std::lock_guard<std::mutex> lock(mu_);
     if (!thread_.joinable()) thread_ = std::thread([this] { loop(); });
     flag_ = flag;
+    stop_word_ = stop_word;
     deadline_ = std::chrono::steady_clock::now() +
                 std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(seconds));
     cv_.notify_all();
@@ -705,6 +710,7 @@ class Watchdog {
       } else if (cv_.wait_until(lock, deadline_) == std::cv_status::timeout && flag_ &&
                  std::chrono::steady_clock::now() >= deadline_) {
         flag_->store(true);
+        *stop_word_ = 1;
         flag_ = nullptr;
       }
     }
@@ -714,6 +720,7 @@ class Watchdog {
   std::condition_variable cv_;
   std::thread thread_;
   std::atomic<bool>* flag_ = nullptr;
+  volatile tmps_u32* stop_word_ = nullptr;
   std::chrono::steady_clock::time_point deadline_;
   bool quit_ = false;
 };
@@ -769,17 +776,46 @@ void Scheduler::run(const LaunchSpec& spec) {
   t.threads_per_simdgroup = kSimd;
   t.quadgroups_per_threadgroup = static_cast<uint32_t>((nthreads + 3) / 4);
   d.access.reset(spec);
-
   const unsigned n = static_cast<unsigned>(std::min<uint64_t>(num_workers_, ngroups));
   while (workers_.size() < n) {
     workers_.push_back(std::make_unique<Worker>());
     workers_.back()->stack_bytes = stack_bytes_;
   }
+  for (unsigned i = 0; i < n; ++i) ensure_arena(*workers_[i]);
+  if (spec.memcheck_slot) {
+    // The fast path's ranges: the buffers (exact), the runtime table and argument arrays, and
+    // each worker's whole threadgroup arena (the slow path checks the part in use).
+    auto add = [&](uintptr_t lo, uintptr_t hi) {
+      if (d.mc.count == TMPS_SIM_MC_RANGES) return;  // the slow path still allows what is left out
+      d.mc.lo[d.mc.count] = lo;
+      d.mc.hi[d.mc.count] = hi;
+      ++d.mc.count;
+    };
+    for (uint32_t i = 0; i < TMPS_SIM_MAX_BUFFERS; ++i)
+      if (spec.buffers[i])
+        add(reinterpret_cast<uintptr_t>(spec.buffers[i]), reinterpret_cast<uintptr_t>(spec.buffers[i]) + spec.buffer_sizes[i]);
+    add(reinterpret_cast<uintptr_t>(runtime()), reinterpret_cast<uintptr_t>(runtime() + 1));
+    add(reinterpret_cast<uintptr_t>(&spec), reinterpret_cast<uintptr_t>(&spec + 1));
+    for (unsigned i = 0; i < n; ++i) {
+      const auto a = reinterpret_cast<uintptr_t>(workers_[i]->arena.get());
+      add(a, a + kMaxThreadgroupMemory);
+    }
+    d.mc.interrupts = interrupt_counter();
+    d.mc.interrupts_at_start = d.interrupts_at_start;
+  }
+  // Published for kernel code for the dispatch's duration (workers start below).
+  struct Publish {
+    const tmps_sim_memcheck** slot;
+    ~Publish() {
+      if (slot) *slot = nullptr;
+    }
+  } publish{spec.memcheck_slot};
+  if (spec.memcheck_slot) *spec.memcheck_slot = &d.mc;
 
   DispatchSignals signals(on_fault);
   if (timeout > 0) {
     if (!watchdog_) watchdog_ = std::make_unique<Watchdog>();
-    watchdog_->arm(&d.timed_out, timeout);
+    watchdog_->arm(&d.timed_out, &d.mc.stop, timeout);
   }
   std::vector<std::thread> threads;
   try {

@@ -35,6 +35,9 @@ struct LaunchSpec {
   std::array<void*, TMPS_SIM_MAX_BUFFERS> buffers{};         // base + offset, nullptr if unbound
   std::array<uint64_t, TMPS_SIM_MAX_BUFFERS> buffer_sizes{};  // usable bytes
   std::array<uint32_t, TMPS_SIM_MAX_THREADGROUP_BINDINGS> threadgroup_lengths{};  // [[threadgroup(n)]] bytes
+  // Memcheck builds: the library's `tmps_sim_mc`, pointed at this dispatch's table while it
+  // runs. The caller runs one dispatch per library at a time. nullptr: no memcheck.
+  const tmps_sim_memcheck** memcheck_slot = nullptr;
 };
 
 struct Worker;

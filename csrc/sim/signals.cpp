@@ -71,6 +71,12 @@ DispatchSignals::~DispatchSignals() {
 
 unsigned interrupt_count() { return g_interrupts.load(std::memory_order_relaxed); }
 
+const volatile unsigned* interrupt_counter() {
+  static_assert(sizeof(g_interrupts) == sizeof(unsigned) && std::atomic<unsigned>::is_always_lock_free,
+                "a lock-free atomic unsigned is a plain word");
+  return reinterpret_cast<const volatile unsigned*>(&g_interrupts);
+}
+
 SignalStack::SignalStack(std::vector<unsigned char>& mem) {
   const size_t bytes = std::max<size_t>(64 * 1024, static_cast<size_t>(SIGSTKSZ));
   if (mem.size() < bytes) mem.resize(bytes);

@@ -29,6 +29,8 @@ class DispatchSignals {
 
 // SIGINTs received while dispatches ran (monotonic; compare with the value at the start).
 unsigned interrupt_count();
+// The same count as a word kernel code can poll (memcheck's fast path).
+const volatile unsigned* interrupt_counter();
 
 // The fault handler runs on this thread's alternate stack while the object lives: a fiber
 // that overflowed has no stack left. `mem` is kept by the caller and reused.

@@ -76,6 +76,8 @@ struct KernelLibrary {
   std::string path;
   const tmps_sim_kernel* kernels = nullptr;
   uint32_t count = 0;
+  const tmps_sim_memcheck** memcheck = nullptr;  // memcheck builds: the library's tmps_sim_mc
+  std::mutex dispatch_mu;                        // memcheck builds: one dispatch at a time
   ~KernelLibrary() {
     if (handle) dlclose(handle);
   }
@@ -130,6 +132,7 @@ std::shared_ptr<KernelLibrary> open_library(const std::string& path, std::string
     return nullptr;
   }
   *rt = runtime();
+  lib->memcheck = static_cast<const tmps_sim_memcheck**>(dlsym(h, "tmps_sim_mc"));
   lib->kernels = kernels;
   lib->count = *count;
   g_libs[path] = lib;
@@ -235,6 +238,7 @@ class SimPipeline : public Pipeline {
   uint32_t static_threadgroup_memory() const override { return 0; }  // known only while running
   uint32_t source_line() const override { return kernel_->line; }
   const tmps_sim_kernel* kernel() const { return kernel_; }
+  KernelLibrary& library() const { return *lib_; }
 
  private:
   std::shared_ptr<KernelLibrary> lib_;  // keeps the code of kernel_ mapped
@@ -253,6 +257,7 @@ double now_ns() {
 LaunchSpec resolve(const Dispatch& d, const SimPipeline& p) {
   LaunchSpec spec;
   spec.kernel = p.kernel();
+  spec.memcheck_slot = p.library().memcheck;
   spec.threadgroups = d.threadgroups;
   spec.threads_per_group = d.threads_per_group;
   const std::string kernel = "kernel '" + p.name() + "'";
@@ -321,7 +326,10 @@ class SimBatch : public Batch {
       const double start = now_ns();
       try {
         const auto& p = static_cast<const SimPipeline&>(*item.dispatch.pipeline);
-        scheduler_->run(resolve(item.dispatch, p));
+        const LaunchSpec spec = resolve(item.dispatch, p);
+        std::unique_lock<std::mutex> one_at_a_time(p.library().dispatch_mu, std::defer_lock);
+        if (spec.memcheck_slot) one_at_a_time.lock();  // the library's tmps_sim_mc is per dispatch
+        scheduler_->run(spec);
       } catch (const Error& e) {
         error_ = std::current_exception();
         message = e.what();

@@ -11,9 +11,25 @@
 
 #if defined(TMPS_SIM_MEMCHECK) && TMPS_SIM_MEMCHECK && !defined(TMPS_SIM_STRICT)
 
+// Set by the runtime for the duration of a dispatch (one dispatch per library at a time).
+extern "C" __attribute__((visibility("default"))) const tmps_sim_memcheck* tmps_sim_mc = 0;
+
+// The common case without leaving the kernel library: inside a bound buffer, no stop request.
+__attribute__((no_sanitize("address"), visibility("hidden"), always_inline)) inline bool tmps_mc_fast(
+    __UINTPTR_TYPE__ a, __UINTPTR_TYPE__ n) {
+  const tmps_sim_memcheck* m = tmps_sim_mc;
+  if (!m || m->stop || *m->interrupts != m->interrupts_at_start) return false;
+  for (tmps_u32 i = 0; i < m->count; ++i)
+    if (a >= m->lo[i] && a < m->hi[i] && n <= m->hi[i] - a) return true;
+  return false;
+}
+
 #define TMPS_MC_FN extern "C" __attribute__((no_sanitize("address"), visibility("hidden"), used, noinline))
-#define TMPS_MC_CHECK(addr, size, write) \
-  tmps_sim_rt->check_access((const void*)(addr), (tmps_u64)(size), (write), __builtin_return_address(0))
+#define TMPS_MC_CHECK(addr, size, write)                                                              \
+  do {                                                                                                \
+    if (!tmps_mc_fast((__UINTPTR_TYPE__)(addr), (__UINTPTR_TYPE__)(size)))                            \
+      tmps_sim_rt->check_access((const void*)(addr), (tmps_u64)(size), (write), __builtin_return_address(0)); \
+  } while (0)
 
 #define TMPS_MC_SIZED(n)                                                              \
   TMPS_MC_FN void __asan_load##n(__UINTPTR_TYPE__ a) { TMPS_MC_CHECK(a, n, 0u); }     \

@@ -50,6 +50,19 @@ typedef struct tmps_sim_args {
   void* const* threadgroup_buffers; /* [31]: this threadgroup's [[threadgroup(n)]] memory */
 } tmps_sim_args;
 
+/* Memcheck builds: the address ranges every thread of the running dispatch may access without
+ * asking the runtime ([lo, hi) pairs: the bound buffers first, then the runtime's tables and
+ * the workers' threadgroup memory), and what tells a running kernel to stop. The runtime points the library's `tmps_sim_mc` at it for the dispatch. */
+#define TMPS_SIM_MC_RANGES 64u
+typedef struct tmps_sim_memcheck {
+  tmps_u32 count;
+  tmps_u64 lo[TMPS_SIM_MC_RANGES];
+  tmps_u64 hi[TMPS_SIM_MC_RANGES];
+  const volatile tmps_u32* interrupts; /* SIGINT count: a change means stop */
+  tmps_u32 interrupts_at_start;
+  volatile tmps_u32 stop;              /* set by the watchdog */
+} tmps_sim_memcheck;
+
 /* Result of a SIMD-group exchange: what every participating lane deposited. */
 typedef struct tmps_sim_exchange {
   tmps_u32 active_mask; /* bit i: lane i took part (reached the same call site) */
@@ -127,6 +140,8 @@ typedef struct tmps_sim_kernel {
  *   const tmps_u32 tmps_sim_abi_version;      TMPS_SIM_ABI_VERSION
  *   const tmps_sim_kernel tmps_sim_kernels[];
  *   const tmps_u32 tmps_sim_num_kernels;
+ * and memcheck builds (defined by the shim):
+ *   const tmps_sim_memcheck* tmps_sim_mc;     set by the runtime around each dispatch
  */
 
 #ifdef __cplusplus
