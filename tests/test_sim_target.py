@@ -168,7 +168,7 @@ def test_bits_identical_across_cpu_targets(tmp_path):
     np.testing.assert_array_equal(base[0][finite], want_half[finite])
     np.testing.assert_array_equal(base[1], want_bf16)
     for t in targets[1:]:
-        for i, (a, b) in enumerate(zip(base, results[t])):
+        for i, (a, b) in enumerate(zip(base, results[t], strict=True)):
             diff = np.flatnonzero(a != b)
             assert diff.size == 0, (
                 f"output {i}: target {t} differs from {targets[0]} at {diff.size} inputs, e.g. "

@@ -21,7 +21,8 @@ CASES = {
     "host system()": ('extern "C" int system(const char*);\n' +
                       f"{SIG} {{ out[i] = (float)system(\"touch {{marker}}\"); }}",
                       r"calls functions that are not part of Metal \(system\)"),
-    "host declaration without extern": ("int printf(const char*, ...);\n" + f"{SIG} {{ out[i] = (float)printf(\"hi\"); }}",
+    "host declaration without extern": ("int printf(const char*, ...);\n" +
+                                        f"{SIG} {{ out[i] = (float)printf(\"hi\"); }}",
                                         r"not part of Metal \(printf\(char const\*, \.\.\.\)\)"),
     "new/delete": (f"{SIG} {{ float* p = new float[4]; p[0] = 1; out[i] = p[0]; delete[] p; }}",
                    r"dynamic memory allocation \('new'\) is not supported in Metal"),

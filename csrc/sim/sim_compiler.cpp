@@ -15,6 +15,7 @@
 
 #include <atomic>
 #include <cxxabi.h>
+#include <filesystem>
 #include <memory>
 #include <cctype>
 #include <chrono>
@@ -60,7 +61,8 @@ std::string which(const std::string& name);
 // On Linux the child is killed if this thread dies (PR_SET_PDEATHSIG), so a killed Python
 // process leaves no compiler running on. A child stopped by SIGINT (Ctrl-C reaches the whole
 // process group) throws Interrupted.
-RunResult run(const std::vector<std::string>& argv, const std::vector<std::string>& extra_env = {}) {
+RunResult run(const std::vector<std::string>& argv, const std::vector<std::string>& extra_env = {},
+              const std::string& cwd = {}) {
   int fds[2];
 #ifdef __APPLE__
   if (pipe(fds) != 0) throw Unavailable(std::string("simulator compiler: pipe() failed: ") + std::strerror(errno));
@@ -101,6 +103,7 @@ RunResult run(const std::vector<std::string>& argv, const std::vector<std::strin
     if (devnull >= 0) dup2(devnull, 0);
     dup2(fds[1], 1);
     dup2(fds[1], 2);
+    if (!cwd.empty() && chdir(cwd.c_str()) != 0) _exit(126);
     execve(exe.c_str(), args.data(), envp.data());
     _exit(127);
   }
@@ -111,6 +114,7 @@ RunResult run(const std::vector<std::string>& argv, const std::vector<std::strin
   posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
   posix_spawn_file_actions_adddup2(&actions, fds[1], 1);  // dup2 clears close-on-exec
   posix_spawn_file_actions_adddup2(&actions, fds[1], 2);
+  if (!cwd.empty()) posix_spawn_file_actions_addchdir_np(&actions, cwd.c_str());
   const int rc = posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), envp.data());
   posix_spawn_file_actions_destroy(&actions);
 #endif
@@ -297,8 +301,11 @@ class TempFiles {
  public:
   ~TempFiles() {
     for (const std::string& p : paths_) std::remove(p.c_str());
+    std::error_code ignored;
+    for (const std::string& d : dirs_) std::filesystem::remove_all(d, ignored);
   }
   void add(const std::string& p) { paths_.push_back(p); }
+  void add_dir(const std::string& d) { dirs_.push_back(d); }
   void release(const std::string& p) {
     for (auto it = paths_.begin(); it != paths_.end(); ++it)
       if (*it == p) { paths_.erase(it); return; }
@@ -306,6 +313,7 @@ class TempFiles {
 
  private:
   std::vector<std::string> paths_;
+  std::vector<std::string> dirs_;  // removed with their contents
 };
 
 std::string unique_suffix() {
@@ -359,7 +367,8 @@ void remove_stale_temps(const std::string& dir, const std::string& marker) {
     const long pid = std::strtol(name.c_str() + at + marker.size(), nullptr, 10);
     if (pid <= 0 || pid == static_cast<long>(getpid())) continue;
     if (kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH) continue;
-    std::remove((dir + "/" + name).c_str());
+    std::error_code ignored;
+    std::filesystem::remove_all(dir + "/" + name, ignored);
   }
   closedir(d);
 }
@@ -504,8 +513,8 @@ void build_flags(std::vector<std::string>& argv, const CompileOptions& options) 
     // Memcheck: AddressSanitizer's instrumentation in outline mode (a call per load and
     // store, answered by the shim's tmps_metal_memcheck.h; no ASan runtime, no shadow
     // memory, no constructor), only for memory reached through pointers (locals and globals
-    // are not poisoned). Line tables map a bad access to its MSL line; they name the
-    // source as kernel.cpp (see compile_shared_object), so builds stay reproducible.
+    // are not poisoned). Line tables map a bad access to its MSL line (builds stay
+    // reproducible: see compile_shared_object).
     for (const char* f : {"-fsanitize=address", "-fsanitize-address-outline-instrumentation", "-fno-sanitize-address-use-after-scope",
                           "-mllvm", "-asan-stack=0", "-mllvm", "-asan-globals=0", "-mllvm", "-asan-constructor-kind=none",
                           "-gline-tables-only", "-fdebug-compilation-dir=.", "-DTMPS_SIM_MEMCHECK=1"})
@@ -602,22 +611,23 @@ void compile_shared_object(const std::string& cpp, const std::string& out_path, 
   std::string dir = dir_of(out_path);
   make_dirs(dir);
   remove_stale_temps(dir, ".tmp-");
+  // The build runs in a private directory on fixed names (kernel.cpp -> kernel.so): the
+  // object records its source's name, and the same kernel must give the same bytes.
+  const std::string work = out_path + ".tmp-" + unique_suffix() + ".d";
   TempFiles temps;
-  std::string base = out_path + ".tmp-" + unique_suffix();
-  std::string src = base + ".cpp";
-  std::string so = base + ".so";
-  temps.add(src);
-  temps.add(so);
+  make_dirs(work);
+  temps.add_dir(work);
+  const std::string src = work + "/kernel.cpp";
+  const std::string so = work + "/kernel.so";
   write_file(src, cpp);
 
   std::vector<std::string> argv = tc.cxx;
   build_flags(argv, options);
-  if (options.memcheck) argv.push_back("-ffile-prefix-map=" + src + "=kernel.cpp");
-  argv.push_back(src);
+  argv.push_back("kernel.cpp");
   argv.push_back("-o");
-  argv.push_back(so);
+  argv.push_back("kernel.so");
 
-  RunResult r = run(argv, compiler_env(tc));
+  RunResult r = run(argv, compiler_env(tc), work);
   if (r.status != 0 || !file_exists(so)) {
     std::string what = options.label.empty() ? std::string() : " for '" + options.label + "'";
     throw CompileError("simulator: compiling the kernel" + what + " failed:\n" + diagnostics(r));
@@ -632,7 +642,6 @@ void compile_shared_object(const std::string& cpp, const std::string& out_path, 
   }
   if (std::rename(so.c_str(), out_path.c_str()) != 0)
     throw CompileError("simulator: cannot move the compiled kernel to " + out_path + ": " + std::strerror(errno));
-  temps.release(so);
 }
 
 void strict_check(const std::string& cpp, const CompileOptions& options) {

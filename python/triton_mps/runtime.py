@@ -9,6 +9,7 @@ on the host.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -167,6 +168,8 @@ class Kernel:
             wants_buffer = i < len(pointer_params) and pointer_params[i]["is_pointer"]
             is_array = isinstance(a, np.ndarray) and (wants_buffer or a.ndim > 0)
             if is_array or _torch_module(a) is not None or isinstance(a, _core.Buffer):
+                if wants_buffer:
+                    _check_element_type(a, pointer_params[i], self.name)
                 bound.append(as_buffer(a, self.device))
             elif isinstance(a, np.ndarray):  # a 0-d array for a scalar parameter
                 bound.append(a.item())
@@ -181,6 +184,46 @@ class Kernel:
             pack_scalars_at=pack_scalars_at,
             timed=timed,
         )
+
+
+# MSL scalar element types -> (numpy kind letters, bytes). Vector types (float4, ...) take
+# arrays of their element type; atomic_T takes T.
+_MSL_ELEMENTS = {
+    "float": ("f", 4), "half": ("f", 2), "bfloat": ("", 2),
+    "int": ("i", 4), "uint": ("u", 4), "short": ("i", 2), "ushort": ("u", 2),
+    "char": ("i", 1), "uchar": ("u", 1), "long": ("i", 8), "ulong": ("u", 8), "bool": ("b", 1),
+    "int32_t": ("i", 4), "uint32_t": ("u", 4), "int16_t": ("i", 2), "uint16_t": ("u", 2),
+    "int8_t": ("i", 1), "uint8_t": ("u", 1), "int64_t": ("i", 8), "uint64_t": ("u", 8),
+}
+_VECTOR = re.compile(r"^(?:packed_)?([a-z]+?)([234])?$")
+
+
+def _check_element_type(arr: Any, param: dict, kernel: str) -> None:
+    """A float64 array where the kernel reads `float*` (or ints where it reads floats) would be
+    reinterpreted silently: refuse it. 16-bit floats also take 16-bit integer arrays (raw bits;
+    numpy has no bfloat16). Structs and unknown types are not checked."""
+    t = param["type"].removeprefix("atomic_")
+    m = _VECTOR.match(t)
+    base = m.group(1) if m else t
+    if base not in _MSL_ELEMENTS or isinstance(arr, _core.Buffer):
+        return
+    dtype = getattr(arr, "dtype", None)
+    if dtype is None:
+        return
+    name = str(dtype).removeprefix("torch.")
+    if name == "bfloat16":
+        kind, size = "bfloat16", 2
+    else:
+        npd = np.dtype(name)
+        kind, size = npd.kind, npd.itemsize
+    want_kinds, want_size = _MSL_ELEMENTS[base]
+    raw_bits = base in ("half", "bfloat") and kind in ("i", "u")
+    exact = kind in want_kinds if kind != "bfloat16" else base == "bfloat"
+    if size == want_size and (exact or raw_bits):
+        return
+    raise _core.InvalidArgument(
+        f"kernel '{kernel}': parameter '{param['name']}' is {param['type']}* but the array holds {name} "
+        f"({size}-byte elements); pass an array of the kernel's element type (e.g. .astype(...))")
 
 
 def _dim3(v: Sequence[int] | int) -> tuple[int, int, int]:

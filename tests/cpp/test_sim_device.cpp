@@ -174,7 +174,7 @@ TEST(SimDeviceInfo, Reports) {
   EXPECT_TRUE(i.unified_memory);
   EXPECT_TRUE(i.is_simulator);
   EXPECT_GT(i.recommended_working_set, 0u);
-  EXPECT_EQ(dev->cache_identity().rfind("sim:1:", 0), 0u) << dev->cache_identity();
+  EXPECT_EQ(dev->cache_identity().rfind("sim:" + std::to_string(TMPS_SIM_ABI_VERSION) + ":", 0), 0u) << dev->cache_identity();
 
   auto b = dev->new_buffer(100);
   EXPECT_EQ(b->length(), 100u);
