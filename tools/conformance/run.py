@@ -66,8 +66,8 @@ def shard(ids: list[str], every: int, offset: int) -> list[str]:
     return ids[offset::every] if every > 1 else list(ids)
 
 
-def ratchet_path(path: str) -> Path:
-    return RATCHET_DIR / (Path(path).stem + ".txt")
+def ratchet_path(path: str, folder: Path = RATCHET_DIR) -> Path:
+    return folder / (Path(path).stem + ".txt")
 
 
 def read_ratchet(path: Path) -> set[str]:
@@ -131,6 +131,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=None, help="output folder (default build/conformance/<name>)")
     ap.add_argument("--check-ratchet", action="store_true", help="exit 1 when a ratchet id does not pass")
     ap.add_argument("--update-ratchet", action="store_true", help="add the ids that passed to the ratchet")
+    ap.add_argument("--skips", type=Path, default=SKIPS, help="skip list (default tools/conformance/skips.txt)")
+    ap.add_argument("--ratchet-dir", type=Path, default=RATCHET_DIR, help="ratchet folder (<file stem>.txt)")
     ap.add_argument("--python", default=sys.executable)
     argv = list(sys.argv[1:] if argv is None else argv)
     extra = argv[argv.index("--") + 1:] if "--" in argv else []  # after --: extra pytest arguments
@@ -155,8 +157,8 @@ def main(argv: list[str] | None = None) -> int:
         report.unlink(missing_ok=True)
         cmd = [args.python, "-m", "pytest", path, "--device", "cpu", "-p", "tmps_conformance_plugin",
                "-p", "no:cacheprovider", "-p", "no:warnings", "-q", "--tb=no", "--no-header", "-rN",
-               f"--timeout={args.timeout}", "--tmps-ids", str(out / "ids.txt"), "--tmps-skips", str(SKIPS),
-               "--tmps-report", str(report)]
+               f"--timeout={args.timeout}", "--tmps-ids", str(out / "ids.txt"),
+               "--tmps-skips", str(args.skips.resolve()), "--tmps-report", str(report)]
         if args.workers not in ("0", ""):
             cmd += ["-n", str(args.workers)]
         if args.k:
@@ -169,7 +171,7 @@ def main(argv: list[str] | None = None) -> int:
         seconds = time.time() - t0
         records = [json.loads(ln) for ln in report.read_text().splitlines()] if report.exists() else []
         outcome = {r["id"]: r["outcome"] for r in records}
-        rpath = ratchet_path(path)
+        rpath = ratchet_path(path, args.ratchet_dir)
         ratchet = read_ratchet(rpath)
         ran = set(ids) if not args.k else set(outcome)
         regressions = sorted(i for i in ratchet & ran if outcome.get(i) not in ("passed",))

@@ -40,7 +40,7 @@ def pytest_collection_modifyitems(session, config, items):
         wanted = {line.strip() for line in Path(ids_file).read_text().splitlines() if line.strip()}
         keep, drop = [], []
         for it in items:
-            (keep if _rel_id(config, it.nodeid) in wanted else drop).append(it)
+            (keep if _rel_id(config, it) in wanted else drop).append(it)
         if drop:
             config.hook.pytest_deselected(items=drop)
         items[:] = keep
@@ -48,13 +48,17 @@ def pytest_collection_modifyitems(session, config, items):
     if skips_file:
         skips = load_skips(Path(skips_file))
         for it in items:
-            reason = skips.reason_for(_rel_id(config, it.nodeid))
+            reason = skips.reason_for(_rel_id(config, it))
             if reason:
                 it.add_marker(pytest.mark.skip(reason=f"triton-mps skip list: {reason}"))
 
 
-def _rel_id(config, nodeid: str) -> str:
-    return nodeid
+def _rel_id(config, item) -> str:
+    """The node id relative to the folder pytest was started in (the upstream root), whatever
+    rootdir pytest chose: the form of the ids in the id, skip and ratchet files."""
+    rel = os.path.relpath(str(item.path), str(config.invocation_params.dir)).replace(os.sep, "/")
+    _, sep, rest = item.nodeid.partition("::")
+    return rel + sep + rest
 
 
 # ---- root cause ------------------------------------------------------------------------------
@@ -111,6 +115,8 @@ def root_cause(excinfo, test_file: str) -> dict:
 def pytest_runtest_makereport(item, call):
     outcome = yield
     report = outcome.get_result()
+    if call.when == "setup":
+        report.user_properties.append(("tmps_id", _rel_id(item.config, item)))
     if call.excinfo is not None and report.failed:
         try:
             info = root_cause(call.excinfo, str(item.path))
@@ -128,7 +134,8 @@ class _Writer:
     def add(self, report) -> None:
         rec = self.records.get(report.nodeid)
         if rec is None:
-            rec = {"id": report.nodeid, "outcome": "passed", "duration": 0.0}
+            node_id = dict(report.user_properties).get("tmps_id", report.nodeid)
+            rec = {"id": node_id, "outcome": "passed", "duration": 0.0}
             self.records[report.nodeid] = rec
         rec["duration"] = round(rec["duration"] + getattr(report, "duration", 0.0), 3)
         props = dict(report.user_properties)
