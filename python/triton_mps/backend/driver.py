@@ -19,6 +19,7 @@ commit without waiting; call `triton_mps.synchronize()` before reading results t
 from __future__ import annotations
 
 import functools
+import math
 import os
 import sys
 import time
@@ -57,7 +58,22 @@ def _devices() -> list:
     return runtime.devices()
 
 
-def _device(index: int):
+def _index(device: Any) -> int:
+    """A device index from what callers pass as a device: an int, None (the current device, as
+    `torch.device("cpu").index` and `torch.device("mps").index` are), or an object with an
+    `index` (a torch.device; its index None is the current device too)."""
+    if hasattr(device, "index") and not isinstance(device, (int, str)):
+        device = device.index
+    if device is None or isinstance(device, str) and not device.strip().isdigit():
+        if _current[0] < 0:
+            _current[0] = _default_index()
+        return _current[0]
+    return int(device)
+
+
+def _device(device: Any):
+    """The native device for `device` (see _index: None is the current device)."""
+    index = _index(device)
     all_devices = _devices()
     if not 0 <= index < len(all_devices):
         raise _core().InvalidArgument(f"mps driver: device index {index} out of range ({len(all_devices)} devices)")
@@ -88,21 +104,63 @@ def _pointer_fallback(obj: Any, name: str, kernel: str, device) -> Any:
             return runtime.as_buffer(obj, device)
     except ImportError:
         pass
+    # A wrapper around a tensor (triton.reinterpret's TensorWrapper, which upstream's tests use
+    # for every unsigned tensor, and the like): bind what it wraps, at the same address.
+    base = obj
+    while not _is_torch_tensor(base) and hasattr(base, "data_ptr") and hasattr(getattr(base, "base", None), "data_ptr"):
+        if int(base.base.data_ptr()) != int(base.data_ptr()):
+            break
+        base = base.base
+    if base is not obj and _is_torch_tensor(base):
+        return runtime.as_buffer(base, device)
     if hasattr(obj, "data_ptr"):
         if not device.is_simulator:
             raise _core().InvalidArgument(
                 f"{where}: a {type(obj).__name__} with data_ptr() cannot be bound on Metal (its memory is "
                 "unknown to Metal); pass an 'mps' tensor, a numpy array or a triton_mps buffer"
             )
-        nbytes = getattr(obj, "nbytes", None)
-        nbytes = nbytes() if callable(nbytes) else nbytes
-        if not isinstance(nbytes, int):
-            raise _core().InvalidArgument(f"{where}: a {type(obj).__name__} has data_ptr() but no nbytes; "
-                                          "its size is needed to bind it")
+        nbytes = _nbytes_of(obj)
+        if nbytes is None:
+            raise _core().InvalidArgument(f"{where}: a {type(obj).__name__} has data_ptr() but no size (nbytes, "
+                                          "or shape/stride and a dtype or element_size()); its size is needed to "
+                                          "bind it")
         return device.wrap_host(int(obj.data_ptr()), max(nbytes, 1), obj)
     raise _core().InvalidArgument(
         f"{where} is a pointer; got {type(obj).__name__} (pass a tensor, numpy array or triton_mps buffer)"
     )
+
+
+def _is_torch_tensor(obj: Any) -> bool:
+    torch = sys.modules.get("torch")
+    return torch is not None and isinstance(obj, torch.Tensor)
+
+
+def _nbytes_of(obj: Any) -> int | None:
+    """Bytes a data_ptr() object spans: its `nbytes`, else the extent of its shape and strides
+    (in elements, as torch and Triton count them) times its element size (`element_size()`,
+    or the size of its `dtype`, a torch, numpy or Triton dtype)."""
+    nbytes = getattr(obj, "nbytes", None)
+    nbytes = nbytes() if callable(nbytes) else nbytes
+    if isinstance(nbytes, int):
+        return nbytes
+    item = None
+    if callable(getattr(obj, "element_size", None)):
+        item = int(obj.element_size())
+    else:
+        dt = getattr(obj, "dtype", None)
+        size = getattr(dt, "itemsize", None)  # torch / numpy dtypes
+        bits = getattr(dt, "primitive_bitwidth", None)  # Triton dtypes
+        item = int(size) if isinstance(size, int) else (int(bits) + 7) // 8 if isinstance(bits, int) else None
+    shape = getattr(obj, "shape", None)
+    if item is None or shape is None:
+        return None
+    shape = [int(d) for d in shape]
+    stride = obj.stride() if callable(getattr(obj, "stride", None)) else None
+    if stride is None:  # contiguous
+        return math.prod(shape) * item
+    if any(d == 0 for d in shape):
+        return 0
+    return (sum((d - 1) * abs(int(st)) for d, st in zip(shape, stride, strict=True)) + 1) * item
 
 
 def _torch_mps_synchronize() -> None:
@@ -219,7 +277,7 @@ def _device_properties(device: int) -> dict:
 class MPSUtils:
     """`driver.active.utils`: loading kernels and device properties."""
 
-    def load_binary(self, name: str, kernel: bytes | str, shared: int, device: int):
+    def load_binary(self, name: str, kernel: bytes | str, shared: int, device: Any):
         """Build the pipeline of MSL `kernel` (entry `name`) -> (module, function, regs, spills, max threads)."""
         dev = _device(device)
         # Triton's CompiledKernel checks this before calling us; direct callers get it here.
@@ -237,8 +295,8 @@ class MPSUtils:
     def unload_module(self, module) -> None:
         pass  # pipelines stay in the device's pipeline cache; nothing to free per kernel
 
-    def get_device_properties(self, device: int) -> dict:
-        return dict(_device_properties(device))  # a copy: callers may edit theirs
+    def get_device_properties(self, device: Any = None) -> dict:
+        return dict(_device_properties(_index(device)))  # a copy: callers may edit theirs
 
 
 # ---- device interface (Events, synchronize) ---------------------------------------------------
@@ -275,7 +333,7 @@ class MPSDeviceInterface:
 
     @staticmethod
     def synchronize(device: Any = None) -> None:
-        dev = _device(device if isinstance(device, int) else _current[0])
+        dev = _device(device)
         dev.synchronize()
         if not dev.is_simulator:
             _torch_mps_synchronize()  # torch's own queue, for work on `mps` tensors
@@ -415,9 +473,9 @@ class MPSDriver(DriverBase):
     def get_current_device(self) -> int:
         return _current[0]
 
-    def set_current_device(self, device: int) -> None:
-        _device(int(device))  # validates
-        _current[0] = int(device)
+    def set_current_device(self, device: Any) -> None:
+        _device(device)  # validates
+        _current[0] = _index(device)
 
     def get_current_stream(self, device: int | None = None) -> int:
         return 0  # one in-order stream per device, owned by the native core

@@ -7,6 +7,7 @@ from .abi import ArgInfo, CompiledMSL
 from .errors import CompilationError
 from .ir import read_module
 from .lowering import KernelState, LoweringContext, function_body
+from .names import legal_kernel_name
 from .ops import debug as debug_ops
 from .types import PointerType, ScalarType
 
@@ -27,7 +28,12 @@ using namespace metal;
 
 def compile_ttgir(mod, *, num_warps: int, signature: dict, constants: dict, kernel_name: str,
                   context=None) -> CompiledMSL:
-    """Lower the public function of a TTGIR module to one MSL kernel named `kernel_name`."""
+    """Lower the public function of a TTGIR module to one MSL kernel for Triton's `kernel_name`.
+
+    The MSL function is named `names.legal_kernel_name(kernel_name)` (the same name unless it is
+    an MSL keyword, a Metal library name, ...); `CompiledMSL.name` is that name, which the backend
+    stores as the metadata name so that the launcher finds the function. Errors name the kernel
+    as Triton does."""
     if context is None:
         context = mod.context if hasattr(mod, "context") else None
     module = read_module(mod, context, num_warps)
@@ -111,7 +117,8 @@ def compile_ttgir(mod, *, num_warps: int, signature: dict, constants: dict, kern
         out.append("struct tmps_args_t {\n" + "\n".join(fields) + "\n};")
     out += list(state.helpers.values())
     out += list(state.functions_emitted.values())
-    out.append(f"kernel void {kernel_name}(" + ",\n    ".join(params) + ") {")
+    msl_name = legal_kernel_name(kernel_name)
+    out.append(f"kernel void {msl_name}(" + ",\n    ".join(params) + ") {")
     if state.scratch_bytes or state.functions_emitted:
         words = max(state.scratch_bytes, 16) // 8
         out.append(f"  threadgroup ulong tmps_smem_words[{words}];")
@@ -122,7 +129,7 @@ def compile_ttgir(mod, *, num_warps: int, signature: dict, constants: dict, kern
     out += body
     out.append("}")
     msl = "\n".join(out) + "\n"
-    return CompiledMSL(msl=msl, name=kernel_name, num_warps=num_warps,
+    return CompiledMSL(msl=msl, name=msl_name, num_warps=num_warps,
                        shared=max(state.scratch_bytes, 16) if (state.scratch_bytes or state.functions_emitted) else 0,
                        args=args_info, pack_scalars_at=pack_at, debug=debug)
 

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-import re
 from contextlib import contextmanager
+
+from .names import local_name, local_prefix
 
 
 class Emitter:
@@ -41,15 +42,12 @@ class Emitter:
             self.level -= 1
 
     def fresh(self, prefix: str) -> str:
-        """A new identifier `<prefix><n>` (sanitized, unique within this emitter)."""
-        p = re.sub(r"[^A-Za-z0-9_]", "_", prefix) or "v"
-        if p[0].isdigit():
-            p = "v" + p
-        if p.startswith("tmps_") or p.startswith("arg"):
-            p = "v_" + p
+        """A new identifier `<prefix><n>`, unique within this emitter and legal MSL whatever the
+        prefix (a Triton variable name): see names.local_prefix / local_name."""
+        p = local_prefix(prefix)
         n = self._counts.get(p, 0)
         self._counts[p] = n + 1
-        return f"{p}{n}"
+        return local_name(p, n)
 
     @contextmanager
     def guarded(self, cond: str | None):

@@ -266,3 +266,10 @@ def report(words: np.ndarray, debug: dict, kernel: str, out=None) -> None:
             f"kernel '{kernel}', {where}: device assertion failed: {msg} "
             f"(program ({pid[0]}, {pid[1]}, {pid[2]}){elem}; {n} failing element{'s' if n != 1 else ''})",
             kernel=kernel, file=site["file"], line=site["line"], failures=n)
+
+
+@lowers("llvm.intr.assume")
+def assume(ctx: LoweringContext, op: Op):
+    """tl.assume(cond): a promise to the optimizer, not a check. Metal has no assume intrinsic
+    that MSL exposes; the promise is dropped (the emitted code is correct without it)."""
+    ctx.e.comment(f"assume ({op.file}:{op.line}): dropped")

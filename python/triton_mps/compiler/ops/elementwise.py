@@ -104,6 +104,18 @@ def constant(ctx: LoweringContext, op: Op):
         ctx.define(res, lit, hint=ctx.hint(res, "c"))
 
 
+@lowers("ub.poison")
+def poison(ctx: LoweringContext, op: Op):
+    """An undefined value (e.g. the initial value of a loop-carried variable that is always
+    written before it is read): zero of its type, so that the emitted code is deterministic."""
+    res = op.results[0]
+    lit = ctx.literal(0, _ety(res))
+    if isinstance(res.type, TensorType):
+        ctx.bind(res, lit)
+    else:
+        ctx.define(res, lit, hint=ctx.hint(res, "poison"))
+
+
 # ---------------------------------------------------------------------------------------------
 # float binary / unary
 

@@ -23,16 +23,37 @@ def row_major(shape, coord_exprs: list[str]) -> str:
     return " + ".join(reversed(terms)) if terms else "0u"
 
 
+def is_pointer(msl_t: str) -> bool:
+    return msl_t.endswith("*")
+
+
+def scratch_type(msl_t: str) -> str:
+    """The element type of a threadgroup-memory array holding values of MSL type msl_t:
+    pointers are kept as their 64-bit address (`threadgroup device T**` is not a type)."""
+    return "ulong" if is_pointer(msl_t) else msl_t
+
+
+def to_scratch(msl_t: str, expr: str) -> str:
+    return f"reinterpret_cast<ulong>({expr})" if is_pointer(msl_t) else expr
+
+
+def from_scratch(msl_t: str, expr: str) -> str:
+    """A value of MSL type msl_t read from an array of scratch_type(msl_t)."""
+    return f"reinterpret_cast<{msl_t}>({expr})" if is_pointer(msl_t) else expr
+
+
 def store_to_scratch(ctx: LoweringContext, src: Value, buf: str, base: int = 0) -> None:
-    """Owners of src's elements write them at their row-major index (+ base) in buf."""
+    """Owners of src's elements write them at their row-major index (+ base) in buf (an array
+    of scratch_type of src's element type)."""
     lay = ctx.layout(src)
     owner = ctx.owner_predicate(lay)
     e = ctx.e
+    ty = ctx.msl_type(src)
 
     def body():
         for r in lay.owned_regs():
             idx = ctx.linear_index(lay, r)
-            e.line(f"{buf}[{idx}{f' + {base}u' if base else ''}] = {ctx.expr(src, r)};")
+            e.line(f"{buf}[{idx}{f' + {base}u' if base else ''}] = {to_scratch(ty, ctx.expr(src, r))};")
 
     with e.guarded(owner):
         body()
@@ -53,12 +74,12 @@ def remap(ctx: LoweringContext, src: Value, dst: Value, project: Callable | None
             return
     ty = ctx.msl_type(src)
     numel = math.prod(slay.shape)
-    buf = ctx.scratch(numel * _size(ty), ty)
+    buf = ctx.scratch(numel * _size(ty), scratch_type(ty))
     ctx.e.comment(f"{hint}: through threadgroup memory")
     ctx.barrier()
     store_to_scratch(ctx, src, buf)
     ctx.barrier()
-    ctx.define(dst, lambda r: f"{buf}[{src_index(ctx.coord(dlay, r))}]", hint=hint)
+    ctx.define(dst, lambda r: from_scratch(ty, f"{buf}[{src_index(ctx.coord(dlay, r))}]"), hint=hint)
 
 
 _SIZES = {"bool": 1, "char": 1, "uchar": 1, "short": 2, "ushort": 2, "half": 2, "bfloat": 2,
@@ -66,6 +87,8 @@ _SIZES = {"bool": 1, "char": 1, "uchar": 1, "short": 2, "ushort": 2, "half": 2, 
 
 
 def _size(msl_t: str) -> int:
+    if is_pointer(msl_t):
+        return 8
     if msl_t not in _SIZES:
         raise KeyError(f"no threadgroup-memory size for MSL type '{msl_t}'")
     return _SIZES[msl_t]

@@ -408,3 +408,12 @@ def atomic_cas(ctx: LoweringContext, op: Op):
     ptr, cmp, val = op.operands[:3]
     ety = elem_of(op.results[0].type)
     _atomic(ctx, op, lambda r: _cas_call(ctx, op, ety, ctx.expr(ptr, r), ctx.expr(cmp, r), ctx.expr(val, r)))
+
+
+@lowers("ttg.barrier")
+def barrier(ctx: LoweringContext, op: Op):
+    """tl.debug_barrier(): every thread of the threadgroup waits for the others, and the
+    threadgroup's writes to device and threadgroup memory before it are visible to its reads
+    after it (CUDA's __syncthreads, which Triton's NVIDIA backend emits for it). Like CUDA,
+    it must be reached by every thread (Triton emits it in uniform control flow)."""
+    ctx.e.line("threadgroup_barrier(mem_flags::mem_device | mem_flags::mem_threadgroup);")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from ..ir import Op
 from ..lowering import LoweringContext, lowers
 from ..types import TensorType
-from .layout_conversion import _size, remap, row_major, store_to_scratch
+from .layout_conversion import _size, from_scratch, remap, row_major, scratch_type, store_to_scratch
 
 
 @lowers("tt.broadcast")
@@ -84,14 +84,14 @@ def _gather_many(ctx: LoweringContext, op: Op, sources, dst, index_fn, hint):
     in threadgroup memory (source k at offset k * numel(source))."""
     ty = ctx.msl_type(dst)
     n = sources[0].type.numel
-    buf = ctx.scratch(n * len(sources) * _size(ty), ty)
+    buf = ctx.scratch(n * len(sources) * _size(ty), scratch_type(ty))
     ctx.e.comment(f"{hint}: through threadgroup memory")
     ctx.barrier()
     for k, s in enumerate(sources):
         store_to_scratch(ctx, s, buf, base=k * n)
     ctx.barrier()
     dlay = ctx.layout(dst)
-    ctx.define(dst, lambda r: f"{buf}[{index_fn(ctx.coord(dlay, r))}]", hint=hint)
+    ctx.define(dst, lambda r: from_scratch(ty, f"{buf}[{index_fn(ctx.coord(dlay, r))}]"), hint=hint)
 
 
 def _threads_match(full, part) -> bool:
@@ -150,3 +150,13 @@ def cat(ctx: LoweringContext, op: Op):
     dshape = dst.type.shape
     # Concatenation along dim 0 in row-major order: a's elements then b's.
     _gather_many(ctx, op, [a, b], dst, lambda c: row_major(dshape, c), ctx.hint(dst, "cat"))
+
+
+@lowers("tt.unsplat")
+def unsplat(ctx: LoweringContext, op: Op):
+    """The one element of a single-element tensor as a scalar: every thread holds it (a
+    one-element layout maps every lane and warp to element 0)."""
+    src = op.operands[0]
+    if ctx.layout(src).num_regs < 1 or src.type.numel != 1:
+        ctx.error(op, f"tt.unsplat of a tensor of {src.type.numel} elements (expected 1)")
+    ctx.define(op.results[0], ctx.expr(src, 0), hint=ctx.hint(op.results[0], "elt"))

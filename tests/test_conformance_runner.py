@@ -1,0 +1,120 @@
+"""tools/conformance (issue 7): the upstream-test runner on a small fake upstream folder, so its
+report, root-cause grouping, skip list and ratchet are tested without Triton's files; and the
+CI shard of upstream test_core.py against the ratchet when ../shared/upstream-triton exists."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+RUNNER = REPO / "tools" / "conformance" / "run.py"
+UPSTREAM = Path(os.environ.get("TMPS_UPSTREAM_TRITON", REPO.parent / "shared" / "upstream-triton"))
+# The CI shard: every SHARD_EVERY-th collected id of test_core.py (a subset of the every-7th
+# sample the ratchet was measured on), about 170 tests.
+SHARD_EVERY = 49
+
+FAKE_CONFTEST = '''
+import pytest
+
+def pytest_addoption(parser):
+    parser.addoption("--device", action="store", default="cuda")
+'''
+
+FAKE_TESTS = '''
+import pytest
+import triton_mps.compiler.names as names
+
+def test_ok():
+    assert names.legal_kernel_name("kernel") == "k_kernel"
+
+@pytest.mark.parametrize("x", [1, 2])
+def test_ours_raises(x):
+    names.sanitize(None)  # TypeError inside triton_mps
+
+def test_wrong_value():
+    assert 1 + 1 == 3
+
+def test_needs_cuda():
+    raise RuntimeError("no CUDA here")
+'''
+
+
+def _run(tmp_path, *args):
+    return subprocess.run([sys.executable, str(RUNNER), "test_fake.py", "--upstream", str(tmp_path / "up"),
+                           "--out", str(tmp_path / "out"), "--skips", str(tmp_path / "skips.txt"),
+                           "--ratchet-dir", str(tmp_path / "ratchet"), "-n", "0", *args],
+                          capture_output=True, text=True, timeout=300)
+
+
+@pytest.fixture
+def fake_upstream(tmp_path):
+    lang = tmp_path / "up" / "python" / "test" / "unit" / "language"
+    lang.mkdir(parents=True)
+    (tmp_path / "up" / "python" / "conftest.py").write_text(textwrap.dedent(FAKE_CONFTEST))
+    (lang / "test_fake.py").write_text(textwrap.dedent(FAKE_TESTS))
+    (tmp_path / "skips.txt").write_text("# comment\npython/test/unit/language/test_fake.py::test_needs_cuda | "
+                                        "needs CUDA itself\n")
+    return tmp_path
+
+
+def test_runner_report_summary_ratchet(fake_upstream):
+    tmp = fake_upstream
+    r = _run(tmp, "--update-ratchet", "--check-ratchet")
+    assert r.returncode == 0, r.stdout + r.stderr
+    recs = {json.loads(ln)["id"].split("::")[1]: json.loads(ln) for ln in (tmp / "out" / "results.jsonl").open()}
+    assert recs["test_ok"]["outcome"] == "passed"
+    assert recs["test_needs_cuda"]["outcome"] == "skipped" and "needs CUDA itself" in recs["test_needs_cuda"]["message"]
+    for x in ("1", "2"):
+        rec = recs[f"test_ours_raises[{x}]"]
+        assert rec["outcome"] == "failed" and rec["where"] == "triton_mps"
+        assert rec["frame"] == "triton_mps/compiler/names.py:sanitize" and rec["cause"].startswith("TypeError")
+    assert recs["test_wrong_value"]["where"] == "test"
+    summary = (tmp / "out" / "summary.md").read_text()
+    assert "1 passed, 3 failed, 0 errors, 1 skipped" in summary
+    assert "| 2 | triton_mps | `triton_mps/compiler/names.py:sanitize` |" in summary  # grouped by cause
+    ratchet = (tmp / "ratchet" / "test_fake.txt").read_text()
+    assert "test_fake.py::test_ok\n" in ratchet and "test_wrong_value" not in ratchet
+
+    # A test in the ratchet that fails now is a regression: exit 1 with --check-ratchet.
+    with (tmp / "ratchet" / "test_fake.txt").open("a") as f:
+        f.write("python/test/unit/language/test_fake.py::test_wrong_value\n")
+    r = _run(tmp, "--check-ratchet")
+    assert r.returncode == 1 and "RATCHET REGRESSIONS" in r.stderr and "test_wrong_value" in r.stderr
+    assert "Ratchet regressions (1)" in (tmp / "out" / "summary.md").read_text()
+
+
+def test_skip_entries_need_a_reason(fake_upstream):
+    (fake_upstream / "skips.txt").write_text("python/test/unit/language/test_fake.py::test_ok\n")
+    r = _run(fake_upstream)
+    assert r.returncode != 0 or "without a reason" in (fake_upstream / "out" / "pytest.log").read_text()
+    sys.path.insert(0, str(RUNNER.parent))
+    try:
+        from skiplist import load_skips
+    finally:
+        sys.path.pop(0)
+    with pytest.raises(ValueError, match="without a reason"):
+        load_skips(fake_upstream / "skips.txt")
+    assert load_skips(RUNNER.parent / "skips.txt").entries is not None  # the real list parses
+
+
+@pytest.mark.timeout(1500)
+def test_upstream_core_shard_against_ratchet(tmp_path):
+    """Every SHARD_EVERY-th test of upstream test_core.py on the simulator: a test the ratchet
+    lists (it passed before) must pass."""
+    if not (UPSTREAM / "python" / "test" / "unit" / "language" / "test_core.py").is_file():
+        pytest.skip(f"upstream Triton tests not found at {UPSTREAM} (set TMPS_UPSTREAM_TRITON or place "
+                    "../shared/upstream-triton beside the checkout): the conformance shard does not run")
+    r = subprocess.run([sys.executable, str(RUNNER), "test_core.py", "--every", str(SHARD_EVERY), "--check-ratchet",
+                        "--out", str(tmp_path / "shard"), "-n", os.environ.get("TMPS_CONFORMANCE_WORKERS", "2")],
+                       capture_output=True, text=True, timeout=1450)
+    summary = (tmp_path / "shard" / "summary.md")
+    text = summary.read_text() if summary.exists() else ""
+    print(r.stdout, r.stderr, text, sep="\n")
+    assert r.returncode == 0, r.stderr[-4000:] + "\n" + text[:4000]
