@@ -230,3 +230,29 @@ def test_pool_usable_after_errors(sim, rng):
     after = sim.pool_stats()
     assert after["active_bytes"] == before["active_bytes"]
     run_scale_ok(sim, rng)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.int32, np.float16])
+def test_wrong_element_type_array_is_refused(sim, rng, dtype):
+    """A float64 (or int32, or half) array where the kernel reads float* would be reinterpreted
+    silently; it is refused, naming the parameter and both types."""
+    k = triton_mps.compile_msl(SCALE, "scale", sim)
+    x = rng.standard_normal(16).astype(dtype)
+    y = poisoned(16, np.float32)
+    want = rf"parameter 'x' is float\* but the array holds {np.dtype(dtype).name}"
+    with pytest.raises(triton_mps.InvalidArgument, match=want):
+        k(x, y, params_bytes(1.0, 16), grid=1, threads=16)
+    run_scale_ok(sim, rng)
+
+
+def test_integer_signedness_is_not_a_type_error(sim):
+    src = r"""
+#include <metal_stdlib>
+using namespace metal;
+kernel void inc(device int* v [[buffer(0)]], uint i [[thread_position_in_grid]]) { v[i] += 1; }
+"""
+    k = triton_mps.compile_msl(src, "inc", sim)
+    v = np.arange(8, dtype=np.uint32)
+    k(v, grid=1, threads=8)
+    sim.synchronize()
+    np.testing.assert_array_equal(v, np.arange(1, 9))

@@ -200,8 +200,9 @@ _VECTOR = re.compile(r"^(?:packed_)?([a-z]+?)([234])?$")
 
 def _check_element_type(arr: Any, param: dict, kernel: str) -> None:
     """A float64 array where the kernel reads `float*` (or ints where it reads floats) would be
-    reinterpreted silently: refuse it. 16-bit floats also take 16-bit integer arrays (raw bits;
-    numpy has no bfloat16). Structs and unknown types are not checked."""
+    reinterpreted silently: refuse it. Integer types take any integer array of their size
+    (signed or not), 16-bit floats also 16-bit integer arrays (raw bits; numpy has no
+    bfloat16). Structs and unknown types are not checked."""
     t = param["type"].removeprefix("atomic_")
     m = _VECTOR.match(t)
     base = m.group(1) if m else t
@@ -217,6 +218,8 @@ def _check_element_type(arr: Any, param: dict, kernel: str) -> None:
         npd = np.dtype(name)
         kind, size = npd.kind, npd.itemsize
     want_kinds, want_size = _MSL_ELEMENTS[base]
+    if want_kinds in ("i", "u", "b"):
+        want_kinds = "iub"  # signedness is the kernel's view of the same bits (Triton's i32 is both)
     raw_bits = base in ("half", "bfloat") and kind in ("i", "u")
     exact = kind in want_kinds if kind != "bfloat16" else base == "bfloat"
     if size == want_size and (exact or raw_bits):

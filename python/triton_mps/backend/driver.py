@@ -23,6 +23,7 @@ import math
 import os
 import sys
 import time
+import warnings
 from typing import Any
 
 from triton.backends.compiler import GPUTarget
@@ -448,6 +449,29 @@ _CPP_TYPES = {
 }
 
 
+_hinted = False
+
+
+def _hint_when_nothing_is_active() -> None:
+    """Off macOS we stay inactive unless asked; if no other backend is active either, Triton
+    fails with "0 active drivers" and no hint. Say once what to set."""
+    global _hinted
+    if _hinted:
+        return
+    _hinted = True
+    try:
+        from triton.backends import backends
+
+        others = [name for name, b in backends.items() if b.driver is not MPSDriver and b.driver.is_active()]
+    except Exception:
+        return
+    if not others:
+        warnings.warn(
+            "no Triton GPU driver is active on this machine; triton-mps is installed but stays off outside "
+            f"macOS unless asked: set {ACTIVATION_ENV}=mps to run Triton kernels on the triton-mps simulator "
+            "(with torch CPU tensors)", RuntimeWarning, stacklevel=3)
+
+
 class MPSDriver(DriverBase):
 
     def __init__(self) -> None:
@@ -463,6 +487,7 @@ class MPSDriver(DriverBase):
         if wanted:
             return wanted in ACTIVATION_VALUES
         if sys.platform != "darwin":
+            _hint_when_nothing_is_active()
             return False  # never take over a CUDA/ROCm machine: off macOS, only when asked for
         try:
             return any(not d.is_simulator for d in _devices())

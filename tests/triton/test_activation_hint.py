@@ -1,0 +1,29 @@
+"""Forgetting TRITON_BACKEND=mps on Linux: Triton's "0 active drivers" comes with our hint."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+CODE = r"""
+import torch, triton, triton.language as tl
+
+@triton.jit
+def k(x):
+    tl.store(x, 1.0)
+
+k[(1,)](torch.zeros(1))
+"""
+
+
+@pytest.mark.skipif(sys.platform == "darwin", reason="on macOS the backend activates itself with a Metal device")
+def test_unset_backend_gives_a_hint(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k not in ("TRITON_BACKEND", "TRITON_DEFAULT_BACKEND")}
+    env["TRITON_CACHE_DIR"] = str(tmp_path)
+    r = subprocess.run([sys.executable, "-c", CODE], env=env, capture_output=True, text=True, timeout=300)
+    assert r.returncode != 0
+    assert "0 active drivers" in r.stderr, r.stderr
+    assert "set TRITON_BACKEND=mps" in r.stderr, r.stderr
