@@ -3,6 +3,7 @@
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/array.h>
+#include <nanobind/stl/map.h>
 #include <nanobind/stl/pair.h>
 #include <nanobind/stl/shared_ptr.h>
 #include <nanobind/stl/string.h>
@@ -14,6 +15,9 @@
 #include <map>
 #include <mutex>
 
+#ifdef TMPS_HAVE_METAL_EMU
+#include "metal_emu/emu_hooks.h"
+#endif
 #include "device.h"
 #include "launcher.h"
 #include "pipeline_cache.h"
@@ -49,6 +53,7 @@ nb::dict info_dict(const DeviceInfo& i) {
   d["max_buffer_bindings"] = i.max_buffer_bindings;
   d["max_buffer_length"] = i.max_buffer_length;
   d["is_simulator"] = i.is_simulator;
+  d["is_emulated"] = i.is_emulated;
   return d;
 }
 
@@ -229,6 +234,7 @@ NB_MODULE(_core, m) {
       .def_prop_ro("info", [](const DeviceContext& c) { return info_dict(c.device->info()); })
       .def_prop_ro("name", [](const DeviceContext& c) { return c.device->info().name; })
       .def_prop_ro("is_simulator", [](const DeviceContext& c) { return c.device->info().is_simulator; })
+      .def_prop_ro("is_emulated", [](const DeviceContext& c) { return c.device->info().is_emulated; })
       .def("buffer", [](DeviceContext& c, uint64_t nbytes) {
             auto raw = c.pool->allocate(nbytes);
             return BufferRef{raw, 0, nbytes};
@@ -329,6 +335,18 @@ NB_MODULE(_core, m) {
       .def("clear_pipeline_cache", [](DeviceContext& c) { c.cache->clear(); })
       .def("__repr__", [](const DeviceContext& c) { return "<triton_mps.Device '" + c.device->info().name + "'>"; });
 
+#ifdef TMPS_HAVE_METAL_EMU
+  // Test hooks of the emulated Metal runtime (Linux builds; see csrc/metal_emu/).
+  m.def("emu_stats", &emu::hook_stats);
+  m.def("emu_live_objects", &emu::hook_live_objects);
+  m.def("emu_violations", &emu::hook_violations);
+  m.def("emu_clear_violations", &emu::hook_clear_violations);
+  m.def("emu_set_unhinted_thread_limit", &emu::hook_set_unhinted_thread_limit, "limit"_a);
+  m.def("emu_hold_queues", &emu::hook_hold_queues, "hold"_a);
+  m.def("emu_new_buffer", &emu::hook_new_buffer, "nbytes"_a, "private"_a = false);
+  m.def("emu_release", &emu::hook_release, "handle"_a);
+  m.def("emu_buffer_memory", &emu::hook_buffer_memory, "handle"_a);
+#endif
   m.def("devices", [] {
     nb::list out;
     for (auto& c : contexts()) out.append(nb::cast(c));

@@ -30,6 +30,7 @@ struct DeviceInfo {
   uint32_t max_buffer_bindings = 31;
   uint64_t max_buffer_length = 0;
   bool is_simulator = false;
+  bool is_emulated = false;  // the Metal backend on the emulated Metal runtime (Linux, csrc/metal_emu/)
 };
 
 // Metal's math modes. Triton semantics are not fast-math: Safe is our default.
@@ -53,6 +54,9 @@ class RawBuffer {
   virtual void* contents() = 0;        // CPU address of byte 0
   virtual size_t length() const = 0;   // bytes
   virtual void* native_handle() = 0;   // MTL::Buffer* on Metal, contents() on the simulator
+  // Where byte 0 of contents() lies inside native_handle()'s buffer (Metal: host memory is
+  // wrapped from the start of its first page, so the caller's pointer can be page-unaligned).
+  virtual uint64_t native_offset() const { return 0; }
 };
 
 // How a kernel parameter is bound, from the kernel's MSL signature.

@@ -28,7 +28,8 @@ constexpr MTL::ResourceOptions kSharedOptions = MTL::ResourceStorageModeShared |
                                                 MTL::ResourceHazardTrackingModeTracked;
 constexpr size_t kMaxSetBytes = 4096;           // Metal's limit for setBytes
 constexpr NS::UInteger kSamplesPerBuffer = 64;  // 32 timed dispatches per counter sample buffer
-constexpr uint32_t kThreadgroupMemoryGranule = 16;  // setThreadgroupMemoryLength needs multiples of 16
+constexpr uint32_t kThreadgroupMemoryGranule = 16;
+constexpr uintptr_t kApplePage = 16384;             // VM page size on Apple silicon  // setThreadgroupMemoryLength needs multiples of 16
 
 NS::String* ns_string(const std::string& s) { return NS::String::string(s.c_str(), NS::UTF8StringEncoding); }
 
@@ -158,7 +159,12 @@ std::string command_buffer_error(MTL::CommandBuffer* cb) {
 AutoreleasePool::AutoreleasePool() : pool_(NS::TransferPtr(NS::AutoreleasePool::alloc()->init())) {}
 
 MetalBuffer::MetalBuffer(Ref<MTL::Buffer> buffer) : buffer_(std::move(buffer)), length_(buffer_->length()) {}
-void* MetalBuffer::contents() { return buffer_->contents(); }
+MetalBuffer::MetalBuffer(Ref<MTL::Buffer> buffer, size_t base, size_t length)
+    : buffer_(std::move(buffer)), base_(base), length_(length) {}
+void* MetalBuffer::contents() {
+  void* p = buffer_->contents();
+  return p ? static_cast<char*>(p) + base_ : nullptr;
+}
 size_t MetalBuffer::length() const { return length_; }
 void* MetalBuffer::native_handle() { return buffer_.get(); }
 
@@ -250,6 +256,9 @@ MetalDevice::MetalDevice(Ref<MTL::Device> device) : device_(std::move(device)) {
   info_.max_buffer_bindings = 31;
   info_.max_buffer_length = device_->maxBufferLength();
   info_.is_simulator = false;
+#ifdef TMPS_METAL_EMULATED
+  info_.is_emulated = true;
+#endif
   identity_ = "metal:" + std::to_string(info_.registry_id) + ":" + os_version();
   timer_.timestamps = timestamp_counter_set(device_.get());
   archive_ = std::make_unique<PipelineArchive>(device_, info_.registry_id);
@@ -266,14 +275,28 @@ std::unique_ptr<RawBuffer> MetalDevice::new_buffer(size_t bytes) {
 }
 
 std::unique_ptr<RawBuffer> MetalDevice::wrap_host_memory(void* ptr, size_t bytes) {
-  const size_t page = static_cast<size_t>(::getpagesize());
-  if (!ptr || bytes == 0 || reinterpret_cast<uintptr_t>(ptr) % page != 0 || bytes % page != 0)
-    throw InvalidArgument("Metal: wrap_host_memory needs a page-aligned address and a length that is a non-zero "
-                          "multiple of the page size (" + std::to_string(page) + " bytes)");
+  if (!ptr || bytes == 0) throw InvalidArgument("Metal: wrap_host_memory of a null pointer or of 0 bytes");
+  // newBufferWithBytesNoCopy needs a page-aligned pointer and a page-multiple length (16 KiB
+  // pages on Apple silicon). numpy and torch CPU memory is only 16-64 byte aligned: wrap the
+  // whole pages around it, as PyTorch does for its CPU<->MPS copies, and remember where the
+  // caller's byte 0 lies. The extra bytes belong to the same mapped pages; kernels never see them.
+  const uintptr_t page = std::max<uintptr_t>(static_cast<uintptr_t>(::getpagesize()), kApplePage);
+  const uintptr_t start = reinterpret_cast<uintptr_t>(ptr);
+  const uintptr_t base = start / page * page;
+  const uintptr_t end = (start + bytes + page - 1) / page * page;
   // No deallocator: the caller owns the memory and must keep it alive longer than the buffer.
-  auto buffer = NS::TransferPtr(device_->newBuffer(ptr, bytes, kSharedOptions, nullptr));
+  auto buffer = NS::TransferPtr(device_->newBuffer(reinterpret_cast<void*>(base), end - base, kSharedOptions, nullptr));
   if (!buffer) throw OutOfMemory("Metal: could not wrap " + std::to_string(bytes) + " bytes of host memory");
-  return std::make_unique<MetalBuffer>(std::move(buffer));
+  return std::make_unique<MetalBuffer>(std::move(buffer), start - base, bytes);
+}
+
+std::unique_ptr<RawBuffer> MetalDevice::wrap_native_buffer(void* handle) {
+  // A torch `mps` tensor's storage pointer is its id<MTLBuffer>.
+  if (!handle) throw InvalidArgument("Metal: wrap_native_buffer of a null MTLBuffer");
+  auto* buffer = static_cast<MTL::Buffer*>(handle);
+  if (buffer->device() != device_.get())
+    throw InvalidArgument("Metal: the MTLBuffer belongs to another Metal device than '" + info_.name + "'");
+  return std::make_unique<MetalBuffer>(NS::RetainPtr(buffer));
 }
 
 std::shared_ptr<Pipeline> MetalDevice::build_pipeline(const std::string& source, const std::string& entry,
@@ -359,8 +382,9 @@ void MetalBatch::validate(const Dispatch& d) const {
       continue;
     }
     if (!b.buffer || !b.buffer->native_handle()) throw InvalidArgument(where + "no Metal buffer bound");
-    if (b.offset > b.buffer->length())
-      throw InvalidArgument(where + "offset " + std::to_string(b.offset) + " past the buffer's " +
+    // Metal's validation: the offset must be < the buffer's length (an offset equal to it is rejected too).
+    if (b.offset >= b.buffer->length())
+      throw InvalidArgument(where + "offset " + std::to_string(b.offset) + " is not inside the buffer's " +
                             std::to_string(b.buffer->length()) + " bytes");
   }
   uint64_t shared = pipeline->static_threadgroup_memory();
@@ -421,7 +445,8 @@ void MetalBatch::encode_into(MTL::ComputeCommandEncoder* enc, const Dispatch& d)
   enc->setComputePipelineState(pipeline->state());
   for (const Binding& b : d.bindings) {
     if (b.kind == Binding::Kind::Buffer) {
-      enc->setBuffer(static_cast<MTL::Buffer*>(b.buffer->native_handle()), b.offset, b.index);
+      enc->setBuffer(static_cast<MTL::Buffer*>(b.buffer->native_handle()), b.buffer->native_offset() + b.offset,
+                     b.index);
     } else if (b.bytes.size() <= kMaxSetBytes) {
       enc->setBytes(b.bytes.data(), b.bytes.size(), b.index);  // Metal copies the bytes now
     } else {

@@ -39,15 +39,19 @@ class AutoreleasePool {
   Ref<NS::AutoreleasePool> pool_;
 };
 
+// An MTL::Buffer, or the range [base, base + length) of one (host memory wrapped page-rounded).
 class MetalBuffer final : public RawBuffer {
  public:
   explicit MetalBuffer(Ref<MTL::Buffer> buffer);
-  void* contents() override;
+  MetalBuffer(Ref<MTL::Buffer> buffer, size_t base, size_t length);
+  void* contents() override;  // NULL for private (GPU-only) storage
   size_t length() const override;
   void* native_handle() override;  // MTL::Buffer*
+  uint64_t native_offset() const override { return base_; }
 
  private:
   Ref<MTL::Buffer> buffer_;
+  size_t base_ = 0;
   size_t length_;
 };
 
@@ -106,6 +110,7 @@ class MetalDevice final : public Device {
   const DeviceInfo& info() const override { return info_; }
   std::unique_ptr<RawBuffer> new_buffer(size_t bytes) override;
   std::unique_ptr<RawBuffer> wrap_host_memory(void* ptr, size_t bytes) override;
+  std::unique_ptr<RawBuffer> wrap_native_buffer(void* handle) override;
   std::shared_ptr<Pipeline> build_pipeline(const std::string& source, const std::string& entry,
                                            const CompileOptions& options) override;
   std::unique_ptr<Batch> new_batch() override;
