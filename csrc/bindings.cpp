@@ -253,8 +253,9 @@ NB_MODULE(_core, m) {
           }, "handle"_a, "offset"_a, "nbytes"_a)
       .def("compile", [](DeviceContext& c, const std::string& source, const std::string& entry,
                          const std::string& math_mode, bool strict, std::vector<std::pair<std::string, std::string>> macros,
-                         const std::string& label, const std::string& language_version) {
+                         const std::string& label, const std::string& language_version, uint32_t max_threads) {
             CompileOptions o;
+            o.max_total_threads = max_threads;
             o.math_mode = parse_math_mode(math_mode);
             o.strict_check = strict;
             o.macros = std::move(macros);
@@ -267,7 +268,8 @@ NB_MODULE(_core, m) {
             }
             return PipelineRef{p};
           }, "source"_a, "entry"_a, "math_mode"_a = "safe", "strict"_a = true,
-          "macros"_a = std::vector<std::pair<std::string, std::string>>{}, "label"_a = "", "language_version"_a = "3.1")
+          "macros"_a = std::vector<std::pair<std::string, std::string>>{}, "label"_a = "", "language_version"_a = "3.1",
+          "max_threads"_a = 0)
       .def("launch", [](DeviceContext& c, const PipelineRef& p, std::array<uint32_t, 3> grid, std::array<uint32_t, 3> threads,
                         nb::list args, std::vector<std::pair<uint32_t, uint32_t>> threadgroup_memory, int pack_scalars_at,
                         bool timed) -> nb::object {

@@ -42,6 +42,10 @@ struct CompileOptions {
   std::vector<std::pair<std::string, std::string>> macros;  // preprocessor definitions
   bool strict_check = true;  // simulator: also compile with real address spaces (Metal's rules)
   std::string label;         // shows in diagnostics (e.g. the Triton kernel name)
+  // The threadgroup size the kernel is dispatched with (num_warps * 32), 0 if unknown. Metal:
+  // set on the pipeline descriptor so the compiler budgets registers for it; without it a
+  // register-heavy kernel may get a lower maxTotalThreadsPerThreadgroup than it needs.
+  uint32_t max_total_threads = 0;
 
   // Stable text form, part of the pipeline cache key.
   std::string key() const;

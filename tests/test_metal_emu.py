@@ -122,3 +122,33 @@ def test_objects_are_released(emu, rng):
         emu.synchronize()
     assert _core.emu_live_objects() == before
     assert _core.emu_stats()["autorelease_without_pool"] == 0
+
+
+WIDE = """
+kernel void wide(device float* y [[buffer(0)]], uint i [[thread_position_in_grid]]) { y[i] = float(i); }
+"""
+
+
+def test_pipeline_descriptor_gets_the_threadgroup_size(emu):
+    # Finding 5: without setMaxTotalThreadsPerThreadgroup a register-heavy kernel may get a lower
+    # limit (modelled: 256 threads); with it, the pipeline accepts num_warps * 32 threads.
+    _core.emu_set_unhinted_thread_limit(256)
+    try:
+        plain = emu.compile(WIDE, "wide", label="wide_plain")
+        assert plain.max_total_threads_per_threadgroup == 256
+        hinted = emu.compile(WIDE, "wide", label="wide_hinted", max_threads=512)
+        assert hinted.max_total_threads_per_threadgroup >= 512
+        y = triton_mps.empty(1024, np.float32, emu)
+        y.fill(np.nan)
+        triton_mps.Kernel(hinted, emu)(y, grid=2, threads=512)
+        emu.synchronize()
+        np.testing.assert_array_equal(y, np.arange(1024, dtype=np.float32))
+    finally:
+        _core.emu_set_unhinted_thread_limit(1024)
+
+
+def test_triton_msl_records_its_threadgroup_size():
+    from triton_mps.backend.compiler import threads_from_msl, threads_marker
+
+    assert threads_from_msl("kernel void k() {}\n" + threads_marker(512)) == 512
+    assert threads_from_msl("kernel void k() {}\n") == 0

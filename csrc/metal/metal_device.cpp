@@ -214,13 +214,15 @@ void PipelineArchive::persist() {
   std::remove(tmp.c_str());  // the cache is an optimisation: a failed write only costs a rebuild
 }
 
-Ref<MTL::ComputePipelineState> PipelineArchive::build(MTL::Function* function, const std::string& label) {
+Ref<MTL::ComputePipelineState> PipelineArchive::build(MTL::Function* function, const std::string& label,
+                                                      uint32_t max_threads) {
   AutoreleasePool pool;
   std::lock_guard<std::mutex> lock(mu_);
   if (!opened_) open();
   auto desc = NS::TransferPtr(MTL::ComputePipelineDescriptor::alloc()->init());
   desc->setComputeFunction(function);
   desc->setLabel(ns_string(label));
+  if (max_threads) desc->setMaxTotalThreadsPerThreadgroup(max_threads);
   NS::Error* error = nullptr;
   if (archive_) {
     desc->setBinaryArchives(NS::Array::array(archive_.get()));
@@ -330,7 +332,11 @@ std::shared_ptr<Pipeline> MetalDevice::build_pipeline(const std::string& source,
     throw CompileError("kernel '" + label + "': Metal compiled '" + entry +
                        "' but its signature could not be read from the source (kernels made by macros are not supported)");
 
-  Ref<MTL::ComputePipelineState> state = archive_->build(function.get(), label);
+  Ref<MTL::ComputePipelineState> state = archive_->build(function.get(), label, options.max_total_threads);
+  if (options.max_total_threads && state->maxTotalThreadsPerThreadgroup() < options.max_total_threads)
+    throw LimitExceeded("kernel '" + label + "': Metal can run at most " +
+                        std::to_string(state->maxTotalThreadsPerThreadgroup()) + " threads per threadgroup of it, " +
+                        "it needs " + std::to_string(options.max_total_threads) + " (use fewer warps)");
   return std::make_shared<MetalPipeline>(entry, decl->params, decl->line, std::move(state));
 }
 

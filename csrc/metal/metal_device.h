@@ -85,7 +85,8 @@ class PipelineArchive {
  public:
   PipelineArchive(Ref<MTL::Device> device, uint64_t registry_id);
   // Build the pipeline state for `function`; throws CompileError with Metal's message.
-  Ref<MTL::ComputePipelineState> build(MTL::Function* function, const std::string& label);
+  // `max_threads` (0: not set) goes to setMaxTotalThreadsPerThreadgroup.
+  Ref<MTL::ComputePipelineState> build(MTL::Function* function, const std::string& label, uint32_t max_threads);
 
  private:
   void open();     // load the archive file (a corrupt one is deleted); called once, under mu_

@@ -229,7 +229,10 @@ class MPSUtils:
 
             raise OutOfResources(shared, limit, f"shared memory (threadgroup memory of kernel '{name}')")
         source = kernel.decode("utf-8") if isinstance(kernel, (bytes, bytearray)) else kernel
-        pipeline = dev.compile(source, name, math_mode="safe", strict=True, label=name)
+        from .compiler import threads_from_msl
+
+        pipeline = dev.compile(source, name, math_mode="safe", strict=True, label=name,
+                               max_threads=threads_from_msl(source))
         function = _core().TritonFunction(dev, pipeline)
         # Registers and spills are not reported by Metal; 0 keeps tutorials' arithmetic harmless.
         return function, function, 0, 0, pipeline.max_total_threads_per_threadgroup
@@ -430,7 +433,9 @@ class MPSDriver(DriverBase):
     def get_active_torch_device(self):
         import torch
 
-        return torch.device("cpu") if _device(self.get_current_device()).is_simulator else torch.device("mps")
+        dev = _device(self.get_current_device())
+        # The emulated Metal device (Linux) takes CPU tensors, like the simulator.
+        return torch.device("cpu") if dev.is_simulator or dev.is_emulated else torch.device("mps")
 
     def get_device_interface(self):
         return MPSDeviceInterface
@@ -468,6 +473,7 @@ class MPSDriver(DriverBase):
             "device": dev.name,
             "device_index": self.get_current_device(),
             "is_simulator": dev.is_simulator,
+            "is_emulated": dev.is_emulated,
             "target": self.get_current_target(),
             "launch_sync": os.environ.get("TRITON_MPS_LAUNCH_SYNC", "1"),
             "pool": dev.pool_config(),
