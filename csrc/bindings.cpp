@@ -298,8 +298,13 @@ NB_MODULE(_core, m) {
           "threadgroup_memory"_a = std::vector<std::pair<uint32_t, uint32_t>>{}, "pack_scalars_at"_a = -1, "timed"_a = false)
       .def("commit", [](DeviceContext& c) { nb::gil_scoped_release r; c.stream->commit(); })
       .def("synchronize", [](DeviceContext& c) { nb::gil_scoped_release r; c.stream->synchronize(); })
-      .def_prop_ro("pending", [](DeviceContext& c) { return c.stream->pending(); })
-      .def("set_commit_threshold", [](DeviceContext& c, size_t n) { c.stream->set_commit_threshold(n); }, "n"_a)
+      // The stream lock may be held by a launch waiting for the GPU, whose completion handlers
+      // may need the GIL: never wait for it with the GIL held.
+      .def_prop_ro("pending", [](DeviceContext& c) { nb::gil_scoped_release r; return c.stream->pending(); })
+      .def("set_commit_threshold", [](DeviceContext& c, size_t n) {
+            nb::gil_scoped_release r;
+            c.stream->set_commit_threshold(n);
+          }, "n"_a)
       .def("pool_stats", [](DeviceContext& c) {
             PoolStats s = c.pool->stats();
             nb::dict d;

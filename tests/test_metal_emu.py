@@ -7,6 +7,8 @@ without its fix.
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import pytest
 import triton_mps
@@ -120,6 +122,10 @@ def test_objects_are_released(emu, rng):
     for _ in range(5):
         k(x, y, 256, grid=1, threads=256)
         emu.synchronize()
+    # Completion handlers release their last references just after synchronize() returned.
+    deadline = time.monotonic() + 5
+    while _core.emu_live_objects() != before and time.monotonic() < deadline:
+        time.sleep(0.01)
     assert _core.emu_live_objects() == before
     assert _core.emu_stats()["autorelease_without_pool"] == 0
 
@@ -152,3 +158,94 @@ def test_triton_msl_records_its_threadgroup_size():
 
     assert threads_from_msl("kernel void k() {}\n" + threads_marker(512)) == 512
     assert threads_from_msl("kernel void k() {}\n") == 0
+
+
+def _stat(name: str) -> int:
+    return _core.emu_stats()[name]
+
+
+def test_counter_sample_buffers_are_reused(emu, rng):
+    # Finding 9: one counter sample buffer per timed batch; they are pooled now.
+    k = triton_mps.compile_msl(ADD1, "add1", emu)
+    x = triton_mps.empty(256, np.float32, emu)
+    x[:] = rng.standard_normal(256)
+    y = triton_mps.empty(256, np.float32, emu)
+    k(x, y, 256, grid=1, threads=256, timed=True)  # warm the pool
+    emu.synchronize()
+    before = _stat("counter_sample_buffers")
+    timings = []
+    for _ in range(6):
+        timings.append(k(x, y, 256, grid=1, threads=256, timed=True))
+        emu.synchronize()
+    assert _stat("counter_sample_buffers") == before
+    assert all(t.ready and not t.error and t.end_ns >= t.start_ns for t in timings)
+    np.testing.assert_array_equal(y, x + 1)
+
+
+def test_encoder_error_reporting_only_when_debugging(emu, rng, monkeypatch):
+    # Finding 9: MTLCommandBufferErrorOptionEncoderExecutionStatus costs GPU time on every
+    # command buffer; only TRITON_MPS_METAL_DEBUG=1 turns it on.
+    k = triton_mps.compile_msl(ADD1, "add1", emu)
+    x = rng.standard_normal(64).astype(np.float32)
+    y = np.zeros(64, np.float32)
+    monkeypatch.delenv("TRITON_MPS_METAL_DEBUG", raising=False)
+    before = _stat("command_buffers_with_error_options")
+    k(x, y, 64, grid=1, threads=64)
+    emu.synchronize()
+    assert _stat("command_buffers_with_error_options") == before
+    monkeypatch.setenv("TRITON_MPS_METAL_DEBUG", "1")
+    k(x, y, 64, grid=1, threads=64)
+    emu.synchronize()
+    assert _stat("command_buffers_with_error_options") == before + 1
+    np.testing.assert_array_equal(y, x + 1)
+
+
+def test_archive_writes_are_batched(emu):
+    # Finding 8: each pipeline miss rewrote the whole binary archive.
+    before = _stat("archive_serializations")
+    for i in range(6):
+        triton_mps.compile_msl(ADD1.replace("1.0f", f"{i + 2}.0f"), "add1", emu)
+    assert _stat("archive_serializations") - before <= 1
+
+
+def _emulated_info(env: dict[str, str], code: str = "") -> str:
+    import os
+    import subprocess
+    import sys
+
+    script = (
+        "import triton_mps\n"
+        "d = triton_mps.get_device('metal-emu')\n"
+        "print(d.info['generation'], d.info['gpu_family'])\n" + code
+    )
+    r = subprocess.run([sys.executable, "-c", script], env={**os.environ, **env}, capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == 0, r.stderr
+    return r.stdout
+
+
+@pytest.mark.parametrize("chip, generation, family", [
+    ("Apple M1", 1, "apple7"), ("Apple M3 Pro", 3, "apple9"), ("Apple M4 Max", 4, "apple9"),
+    ("Apple M5", 5, "apple10"), ("Apple M5 Max", 5, "apple10"),
+])
+def test_generation_comes_from_the_chip_name(chip, generation, family):
+    # Finding 10: the generation was family - 6 (M4 reported as 3, M5 as 4).
+    assert _emulated_info({"TRITON_MPS_EMU_CHIP": chip}).split() == [str(generation), family]
+
+
+def test_m5_pro_and_max_core_counts():
+    from triton_mps.backend.driver import GPU_CORES
+
+    assert GPU_CORES["M5 Max"] > GPU_CORES["M5 Pro"] > GPU_CORES["M5"]
+
+
+def test_old_macos_gets_a_clear_message():
+    # Finding 10: MSL 3.1 needs macOS 14; Metal's own error on macOS 13 does not say so.
+    code = (
+        "try:\n"
+        "    triton_mps.compile_msl('kernel void k(device float* y [[buffer(0)]]) { y[0] = 1; }', 'k', d)\n"
+        "except triton_mps.Unavailable as e:\n"
+        "    print('ERROR', e)\n"
+    )
+    out = _emulated_info({"TRITON_MPS_EMU_MACOS": "13.6"}, code)
+    assert "needs macOS 14.0 or later" in out and "13.6" in out

@@ -7,9 +7,12 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <atomic>
+#include <cctype>
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <type_traits>
 #include <utility>
@@ -27,7 +30,6 @@ constexpr MTL::ResourceOptions kSharedOptions = MTL::ResourceStorageModeShared |
                                                 MTL::ResourceCPUCacheModeDefaultCache |
                                                 MTL::ResourceHazardTrackingModeTracked;
 constexpr size_t kMaxSetBytes = 4096;           // Metal's limit for setBytes
-constexpr NS::UInteger kSamplesPerBuffer = 64;  // 32 timed dispatches per counter sample buffer
 constexpr uint32_t kThreadgroupMemoryGranule = 16;
 constexpr uintptr_t kApplePage = 16384;             // VM page size on Apple silicon  // setThreadgroupMemoryLength needs multiples of 16
 
@@ -88,6 +90,17 @@ void apply_math_mode(Options* opts, MathMode mode) {
   opts->setFastMathEnabled(mode == MathMode::Fast);
 }
 
+// The macOS release that first supports an MSL version (Apple's MSL specification, table 1.1).
+std::pair<int, int> macos_for_msl(unsigned major, unsigned minor) {
+  if (major >= 4) return {26, 0};
+  if (major == 3 && minor >= 2) return {15, 0};
+  if (major == 3 && minor == 1) return {14, 0};
+  if (major == 3) return {13, 0};
+  return {12, 0};
+}
+
+std::string os_version();
+
 // "3.1" -> MTLLanguageVersion3_1. The enum is (major << 16) | minor in every SDK, so building the
 // value keeps versions newer than the compiled headers usable.
 MTL::LanguageVersion parse_language_version(const std::string& text, const std::string& label) {
@@ -95,6 +108,13 @@ MTL::LanguageVersion parse_language_version(const std::string& text, const std::
   char tail = 0;
   if (std::sscanf(text.c_str(), "%u.%u%c", &major, &minor, &tail) != 2 || major < 1 || major > 9 || minor > 9)
     throw InvalidArgument("kernel '" + label + "': language_version '" + text + "' is not of the form \"3.1\"");
+  // An OS without this MSL version fails with an unclear Metal error: say what is needed.
+  auto [os_major, os_minor] = macos_for_msl(major, minor);
+  NS::OperatingSystemVersion want{os_major, os_minor, 0};
+  if (!NS::ProcessInfo::processInfo()->isOperatingSystemAtLeastVersion(want))
+    throw Unavailable("kernel '" + label + "': Metal Shading Language " + text + " needs macOS " +
+                      std::to_string(os_major) + "." + std::to_string(os_minor) + " or later; this is " +
+                      os_version());
   return static_cast<MTL::LanguageVersion>((major << 16) | minor);
 }
 
@@ -125,6 +145,25 @@ int apple_family(MTL::Device* device) {
   return 0;
 }
 
+// The M-series generation: from the name ("Apple M4 Pro" -> 4), since GPU families do not map
+// one to one (apple9 is both M3 and M4). Fallback by family for unknown names.
+int chip_generation(const std::string& name, int family) {
+  for (size_t at = name.find('M'); at != std::string::npos; at = name.find('M', at + 1)) {
+    size_t end = at + 1;
+    while (end < name.size() && std::isdigit(static_cast<unsigned char>(name[end]))) ++end;
+    bool word_start = at == 0 || name[at - 1] == ' ';
+    if (word_start && end > at + 1 && (end == name.size() || !std::isalnum(static_cast<unsigned char>(name[end]))))
+      return std::atoi(name.c_str() + at + 1);
+  }
+  switch (family) {
+    case 7: return 1;
+    case 8: return 2;
+    case 9: return 3;  // or 4: the name did not say
+    case 10: return 5;
+    default: return 0;
+  }
+}
+
 Ref<MTL::CounterSet> timestamp_counter_set(MTL::Device* device) {
   if (!device->supportsCounterSampling(MTL::CounterSamplingPointAtStageBoundary)) return {};
   const NS::Array* sets = device->counterSets();
@@ -137,6 +176,12 @@ Ref<MTL::CounterSet> timestamp_counter_set(MTL::Device* device) {
 
 std::string os_version() {
   return to_string(NS::ProcessInfo::processInfo()->operatingSystemVersionString());
+}
+
+// TRITON_MPS_METAL_DEBUG=1: per-encoder error reporting in command buffers (names the faulting pass).
+bool metal_debug() {
+  const char* v = std::getenv("TRITON_MPS_METAL_DEBUG");
+  return v && *v && std::strcmp(v, "0") != 0;
 }
 
 std::string command_buffer_error(MTL::CommandBuffer* cb) {
@@ -178,6 +223,34 @@ MetalPipeline::MetalPipeline(std::string name, std::vector<ParamInfo> params, ui
       execution_width_(static_cast<uint32_t>(state_->threadExecutionWidth())),
       static_threadgroup_memory_(static_cast<uint32_t>(state_->staticThreadgroupMemoryLength())) {}
 
+// --- counter sample buffers ----------------------------------------------------------------
+
+SampleBufferPool::SampleBufferPool(Ref<MTL::Device> device, Ref<MTL::CounterSet> set)
+    : device_(std::move(device)), set_(std::move(set)) {}
+
+Ref<MTL::CounterSampleBuffer> SampleBufferPool::acquire() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!free_.empty()) {
+      Ref<MTL::CounterSampleBuffer> b = std::move(free_.back());
+      free_.pop_back();
+      return b;
+    }
+  }
+  AutoreleasePool pool;
+  auto desc = NS::TransferPtr(MTL::CounterSampleBufferDescriptor::alloc()->init());
+  desc->setCounterSet(set_.get());
+  desc->setSampleCount(kSamplesPerBuffer);
+  desc->setStorageMode(MTL::StorageModeShared);
+  NS::Error* error = nullptr;
+  return NS::TransferPtr(device_->newCounterSampleBuffer(desc.get(), &error));
+}
+
+void SampleBufferPool::give_back(std::vector<Ref<MTL::CounterSampleBuffer>> buffers) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto& b : buffers) free_.push_back(std::move(b));
+}
+
 // --- binary archive ------------------------------------------------------------------------
 
 PipelineArchive::PipelineArchive(Ref<MTL::Device> device, uint64_t registry_id)
@@ -205,6 +278,8 @@ void PipelineArchive::open() {
 }
 
 void PipelineArchive::persist() {
+  unsaved_ = 0;
+  last_persist_ = std::chrono::steady_clock::now();
   static std::atomic<unsigned> counter{0};
   std::string tmp = path_ + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter++);
   NS::Error* error = nullptr;
@@ -217,26 +292,49 @@ void PipelineArchive::persist() {
 Ref<MTL::ComputePipelineState> PipelineArchive::build(MTL::Function* function, const std::string& label,
                                                       uint32_t max_threads) {
   AutoreleasePool pool;
-  std::lock_guard<std::mutex> lock(mu_);
-  if (!opened_) open();
+  Ref<MTL::BinaryArchive> archive;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!opened_) open();
+    archive = archive_;
+  }
   auto desc = NS::TransferPtr(MTL::ComputePipelineDescriptor::alloc()->init());
   desc->setComputeFunction(function);
   desc->setLabel(ns_string(label));
   if (max_threads) desc->setMaxTotalThreadsPerThreadgroup(max_threads);
+  // Pipelines are built without the lock: independent kernels compile in parallel.
   NS::Error* error = nullptr;
-  if (archive_) {
-    desc->setBinaryArchives(NS::Array::array(archive_.get()));
+  if (archive) {
+    desc->setBinaryArchives(NS::Array::array(archive.get()));
     // A hit loads the GPU binary from the archive; a miss returns null instead of compiling.
     auto hit = NS::TransferPtr(
         device_->newComputePipelineState(desc.get(), MTL::PipelineOptionFailOnBinaryArchiveMiss, nullptr, &error));
     if (hit) return hit;
-    error = nullptr;
-    if (archive_->addComputePipelineFunctions(desc.get(), &error)) persist();
+    desc->setBinaryArchives(nullptr);
     error = nullptr;
   }
   auto state = NS::TransferPtr(device_->newComputePipelineState(desc.get(), MTL::PipelineOptionNone, nullptr, &error));
   if (!state) throw CompileError("kernel '" + label + "': Metal could not build the compute pipeline: " + describe(error));
+  if (archive) {
+    std::lock_guard<std::mutex> lock(mu_);
+    error = nullptr;
+    if (archive_->addComputePipelineFunctions(desc.get(), &error)) {
+      ++unsaved_;
+      // Batched writes: the whole archive is rewritten, so not on every miss (the rest is
+      // written when the device goes away).
+      const auto now = std::chrono::steady_clock::now();
+      if (unsaved_ >= kPersistEvery || now - last_persist_ >= kPersistInterval) persist();
+    }
+  }
   return state;
+}
+
+PipelineArchive::~PipelineArchive() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (archive_ && unsaved_) {
+    AutoreleasePool pool;
+    persist();
+  }
 }
 
 // --- device --------------------------------------------------------------------------------
@@ -249,7 +347,7 @@ MetalDevice::MetalDevice(Ref<MTL::Device> device) : device_(std::move(device)) {
   info_.name = to_string(device_->name());
   info_.registry_id = device_->registryID();
   info_.gpu_family = family ? "apple" + std::to_string(family) : "unknown";
-  info_.generation = family ? family - 6 : 0;  // apple7 = M1 = 1 ... apple10 = M5 = 5
+  info_.generation = chip_generation(info_.name, family);
   info_.max_threads_per_threadgroup = static_cast<uint32_t>(device_->maxThreadsPerThreadgroup().width);
   info_.max_threadgroup_memory = static_cast<uint32_t>(device_->maxThreadgroupMemoryLength());
   info_.recommended_working_set = device_->recommendedMaxWorkingSetSize();
@@ -263,6 +361,7 @@ MetalDevice::MetalDevice(Ref<MTL::Device> device) : device_(std::move(device)) {
 #endif
   identity_ = "metal:" + std::to_string(info_.registry_id) + ":" + os_version();
   timer_.timestamps = timestamp_counter_set(device_.get());
+  if (timer_.timestamps) timer_.samples = std::make_shared<SampleBufferPool>(device_, timer_.timestamps);
   archive_ = std::make_unique<PipelineArchive>(device_, info_.registry_id);
 }
 
@@ -354,6 +453,7 @@ MetalBatch::MetalBatch(Ref<MTL::Device> device, Ref<MTL::CommandQueue> queue, Ti
       info_(info),
       state_(std::make_shared<BatchState>()) {
   state_->device = device_;
+  state_->sample_pool = timer_.samples;
 }
 
 MetalBatch::~MetalBatch() {
@@ -408,7 +508,8 @@ MTL::CommandBuffer* MetalBatch::current_command_buffer() {
   if (!command_buffer_open_) {
     auto desc = NS::TransferPtr(MTL::CommandBufferDescriptor::alloc()->init());
     desc->setRetainedReferences(false);  // BatchState retains everything the GPU touches
-    desc->setErrorOptions(MTL::CommandBufferErrorOptionEncoderExecutionStatus);  // which pass faulted
+    // Which pass faulted: costs GPU time on every command buffer, so only when debugging.
+    if (metal_debug()) desc->setErrorOptions(MTL::CommandBufferErrorOptionEncoderExecutionStatus);
     MTL::CommandBuffer* cb = queue_->commandBuffer(desc.get());
     if (!cb) throw DispatchError("Metal: could not create a command buffer");
     command_buffers_.push_back(NS::RetainPtr(cb));
@@ -430,15 +531,11 @@ void MetalBatch::close_command_buffer() {
 }
 
 bool MetalBatch::reserve_samples(Ref<MTL::CounterSampleBuffer>& buffer, NS::UInteger& index) {
-  if (!samples_ || samples_used_ + 2 > kSamplesPerBuffer) {
-    auto desc = NS::TransferPtr(MTL::CounterSampleBufferDescriptor::alloc()->init());
-    desc->setCounterSet(timer_.timestamps.get());
-    desc->setSampleCount(kSamplesPerBuffer);
-    desc->setStorageMode(MTL::StorageModeShared);
-    NS::Error* error = nullptr;
-    samples_ = NS::TransferPtr(device_->newCounterSampleBuffer(desc.get(), &error));
+  if (!samples_ || samples_used_ + 2 > SampleBufferPool::kSamplesPerBuffer) {
+    samples_ = timer_.samples->acquire();
     samples_used_ = 0;
     if (!samples_) return false;
+    state_->sample_buffers.push_back(samples_);  // back to the pool once the timings were read
   }
   buffer = samples_;
   index = samples_used_;
@@ -558,6 +655,7 @@ void BatchState::on_completed(size_t index, MTL::CommandBuffer* cb) {
   std::vector<std::shared_ptr<RawBuffer>> release_buffers;
   std::vector<std::shared_ptr<Pipeline>> release_pipelines;
   std::vector<Ref<MTL::Buffer>> release_scratch;
+  std::vector<Ref<MTL::CounterSampleBuffer>> reusable_samples;
   {
     std::lock_guard<std::mutex> lock(mu);
     if (cb->status() == MTL::CommandBufferStatusError && error.empty()) error = command_buffer_error(cb);
@@ -567,8 +665,10 @@ void BatchState::on_completed(size_t index, MTL::CommandBuffer* cb) {
     release_buffers.swap(buffers);
     release_pipelines.swap(pipelines);
     release_scratch.swap(scratch);
+    reusable_samples.swap(sample_buffers);  // finish() read them
     done = true;
   }
+  if (sample_pool && !reusable_samples.empty()) sample_pool->give_back(std::move(reusable_samples));
   done_cv.notify_all();
 }
 

@@ -16,6 +16,7 @@ enum : int32_t {
   kHasCopyDispose = 1 << 25,
   kIsGlobal = 1 << 28,
   kByrefLayoutExtended = 1 << 28,
+  kByrefLayoutMask = 0xf << 28,
 };
 enum : int { kFieldIsObject = 3, kFieldIsBlock = 7, kFieldIsByref = 8, kFieldIsWeak = 16, kByrefCaller = 128 };
 
@@ -48,7 +49,7 @@ void* byref_copy(const void* arg) {
     if (src->flags & kHasCopyDispose) {
       copy->keep = src->keep;
       copy->destroy = src->destroy;
-      if (src->flags & kByrefLayoutExtended) copy->layout = src->layout;
+      if ((src->flags & kByrefLayoutMask) == kByrefLayoutExtended) copy->layout = src->layout;
       src->keep(copy, src);  // e.g. the std::function's copy constructor
     } else {
       constexpr size_t header = 2 * sizeof(void*) + 2 * sizeof(int32_t);  // isa, forwarding, flags, size

@@ -1,6 +1,8 @@
 // Emulated Foundation objects: see foundation.h.
 #include "metal_emu/foundation.h"
 
+#include <Foundation/Foundation.hpp>
+
 #include <cstdlib>
 #include <cstring>
 
@@ -8,17 +10,15 @@
 namespace tmps::emu {
 namespace {
 
-struct OSVersion {  // NSOperatingSystemVersion
-  long major, minor, patch;
-};
+using OSVersion = NS::OperatingSystemVersion;  // the exact layout metal-cpp passes by value
 
 // macOS version the emulation reports: TRITON_MPS_EMU_MACOS="major.minor" (default 15.0).
 OSVersion emulated_os() {
   OSVersion v{15, 0, 0};
   if (const char* s = std::getenv("TRITON_MPS_EMU_MACOS")) {
     char* end = nullptr;
-    v.major = std::strtol(s, &end, 10);
-    v.minor = (end && *end == '.') ? std::strtol(end + 1, nullptr, 10) : 0;
+    v.majorVersion = std::strtol(s, &end, 10);
+    v.minorVersion = (end && *end == '.') ? std::strtol(end + 1, nullptr, 10) : 0;
   }
   return v;
 }
@@ -73,15 +73,15 @@ class NSProcessInfoEmu : public EmuObject {
   NSProcessInfoEmu() : EmuObject(emu_class_named("NSProcessInfo")) {}
   id version_string() {
     OSVersion v = emulated_os();
-    return make_string("Version " + std::to_string(v.major) + "." + std::to_string(v.minor) +
+    return make_string("Version " + std::to_string(v.majorVersion) + "." + std::to_string(v.minorVersion) +
                        " (emulated Metal on Linux)");
   }
   OSVersion version() { return emulated_os(); }
   bool at_least(OSVersion want) {
     OSVersion v = emulated_os();
-    if (v.major != want.major) return v.major > want.major;
-    if (v.minor != want.minor) return v.minor > want.minor;
-    return v.patch >= want.patch;
+    if (v.majorVersion != want.majorVersion) return v.majorVersion > want.majorVersion;
+    if (v.minorVersion != want.minorVersion) return v.minorVersion > want.minorVersion;
+    return v.patchVersion >= want.patchVersion;
   }
 };
 

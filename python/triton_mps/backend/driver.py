@@ -37,7 +37,7 @@ GPU_CORES = {
     "M2 Ultra": 76, "M2 Max": 38, "M2 Pro": 19, "M2": 10,
     "M3 Ultra": 80, "M3 Max": 40, "M3 Pro": 18, "M3": 10,
     "M4 Max": 40, "M4 Pro": 20, "M4": 10,
-    "M5": 10,
+    "M5 Max": 40, "M5 Pro": 20, "M5": 10,
 }
 # Memory bus width in bits by tier (LPDDR5/5X), for roofline arithmetic in tutorials.
 BUS_WIDTH = {"Ultra": 1024, "Max": 512, "Pro": 256}
