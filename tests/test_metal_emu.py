@@ -249,3 +249,28 @@ def test_old_macos_gets_a_clear_message():
     )
     out = _emulated_info({"TRITON_MPS_EMU_MACOS": "13.6"}, code)
     assert "needs macOS 14.0 or later" in out and "13.6" in out
+
+
+@pytest.mark.parametrize("misuse, message", [
+    ("encode_after_commit", "committed command buffer"),
+    ("two_open_encoders", "another encoder"),
+    ("commit_with_open_encoder", "missing endEncoding"),
+    ("commit_twice", "commit called twice"),
+    ("handler_after_commit", "after commit"),
+    ("offset_equal_to_length", "must be < the buffer's length"),
+    ("unaligned_no_copy", "not page-aligned"),
+    ("threadgroup_memory_not_16", "multiple of 16"),
+    ("threadgroup_memory_over_32k", "exceeds maxThreadgroupMemoryLength"),
+    ("over_release", "over-release"),
+    ("message_to_released", "deallocated instance"),
+    ("private_contents", ""),
+])
+def test_the_emulation_catches_misuse(misuse, message):
+    # The fakes enforce Metal's validation rules (csrc/metal_emu/RULES.md): each misuse, done
+    # through metal-cpp as our code would, is reported.
+    got = _core.emu_misuse(misuse)
+    if message:
+        assert got.startswith("Metal API validation:") and message in got, got
+    else:
+        assert got == ""
+    _core.emu_clear_violations()

@@ -47,3 +47,93 @@ void hook_release(uintptr_t object) { from_id(reinterpret_cast<void*>(object))->
 uintptr_t hook_buffer_memory(uintptr_t buffer) { return reinterpret_cast<uintptr_t>(emu_buffer_memory(reinterpret_cast<void*>(buffer))); }
 
 }  // namespace tmps::emu
+
+namespace tmps::emu {
+namespace {
+
+// One misuse of the Metal API per name, done through metal-cpp exactly as our code would.
+void misuse(const std::string& name) {
+  MTL::Device* device = MTLCreateSystemDefaultDevice();
+  NS::AutoreleasePool* pool = NS::AutoreleasePool::alloc()->init();
+  MTL::CommandQueue* queue = device->newCommandQueue();
+  MTL::Buffer* buffer = device->newBuffer(256, MTL::ResourceStorageModeShared);
+  auto cleanup = [&] {
+    buffer->release();
+    queue->release();
+    pool->release();
+    device->release();
+  };
+  try {
+    if (name == "encode_after_commit") {
+      MTL::CommandBuffer* cb = queue->commandBuffer();
+      cb->commit();
+      cb->computeCommandEncoder();
+    } else if (name == "two_open_encoders") {
+      MTL::CommandBuffer* cb = queue->commandBuffer();
+      cb->computeCommandEncoder();
+      cb->computeCommandEncoder();
+    } else if (name == "commit_with_open_encoder") {
+      MTL::CommandBuffer* cb = queue->commandBuffer();
+      cb->computeCommandEncoder();
+      cb->commit();
+    } else if (name == "commit_twice") {
+      MTL::CommandBuffer* cb = queue->commandBuffer();
+      cb->commit();
+      cb->commit();
+    } else if (name == "handler_after_commit") {
+      MTL::CommandBuffer* cb = queue->commandBuffer();
+      cb->commit();
+      cb->addCompletedHandler([](MTL::CommandBuffer*) {});
+    } else if (name == "offset_equal_to_length") {
+      MTL::CommandBuffer* cb = queue->commandBuffer();
+      MTL::ComputeCommandEncoder* enc = cb->computeCommandEncoder();
+      enc->setBuffer(buffer, 256, 0);
+    } else if (name == "unaligned_no_copy") {
+      alignas(64) static char memory[64];
+      device->newBuffer(memory, 64, MTL::ResourceStorageModeShared, nullptr);
+    } else if (name == "threadgroup_memory_not_16") {
+      MTL::CommandBuffer* cb = queue->commandBuffer();
+      MTL::ComputeCommandEncoder* enc = cb->computeCommandEncoder();
+      enc->setThreadgroupMemoryLength(24, 0);
+    } else if (name == "threadgroup_memory_over_32k") {
+      MTL::CommandBuffer* cb = queue->commandBuffer();
+      MTL::ComputeCommandEncoder* enc = cb->computeCommandEncoder();
+      enc->setThreadgroupMemoryLength(32768 + 16, 0);
+    } else if (name == "over_release") {
+      MTL::Buffer* b = device->newBuffer(16, MTL::ResourceStorageModeShared);
+      b->release();
+      b->release();
+    } else if (name == "message_to_released") {
+      MTL::Buffer* b = device->newBuffer(16, MTL::ResourceStorageModeShared);
+      b->release();
+      b->length();
+    } else if (name == "private_contents") {
+      MTL::Buffer* b = device->newBuffer(16, MTL::ResourceStorageModePrivate);
+      void* p = b->contents();
+      b->release();
+      if (p) violation("contents() of a private buffer was not NULL");
+      cleanup();
+      return;
+    } else {
+      cleanup();
+      throw std::invalid_argument("unknown misuse '" + name + "'");
+    }
+  } catch (...) {
+    cleanup();
+    throw;
+  }
+  cleanup();
+}
+
+}  // namespace
+
+std::string hook_misuse(const std::string& name) {
+  try {
+    misuse(name);
+  } catch (const ValidationError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace tmps::emu

@@ -18,6 +18,9 @@ void hook_hold_queues(bool hold);
 // An MTLBuffer of the emulated device as a torch `mps` storage would hold it (+1 reference).
 uintptr_t hook_new_buffer(uint64_t bytes, bool private_storage);
 void hook_release(uintptr_t object);
-uintptr_t hook_buffer_memory(uintptr_t buffer);  // the memory behind it, also for private storage
+uintptr_t hook_buffer_memory(uintptr_t buffer);
+// Commits one named misuse of the Metal API through metal-cpp; returns the validation message
+// ("" if the emulation did not catch it). Names: see emu_hooks.cpp.
+std::string hook_misuse(const std::string& name);  // the memory behind it, also for private storage
 
 }  // namespace tmps::emu

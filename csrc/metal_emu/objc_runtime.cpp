@@ -7,6 +7,7 @@
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <new>
 #include <unordered_set>
 
 namespace tmps::emu {
@@ -159,26 +160,41 @@ bool EmuObject::is_zombie() const { return isa == zombie_class(); }
 
 void EmuObject::retain() { refs_.fetch_add(1); }
 
+namespace {
+// What remains of a deallocated object: its class pointer says "zombie", so any message to it
+// is reported; it occupies the start of the dead object's memory (every object is at least this big).
+struct Zombie final : EmuObject {
+  explicit Zombie(EmuClass* original) : EmuObject(ZombieTag{}, original) {}
+};
+}  // namespace
+
+EmuObject::EmuObject(ZombieTag, EmuClass* original) : refs_(0), original_(original) { isa = zombie_class(); }
+
 void EmuObject::release() {
   long left = refs_.fetch_sub(1) - 1;
   if (left > 0) return;
   if (left < 0) violation(std::string("over-release of a ") + class_name());
-  std::string name = class_name();
+  EmuClass* original = original_;
+  void* memory = dynamic_cast<void*>(this);  // the start of the allocation (most-derived object)
   dealloc();
+  this->~EmuObject();  // virtual: the derived destructors release the members
+  auto* zombie = new (memory) Zombie(original);
   Registry& r = registry();
-  EmuObject* evict = nullptr;
+  Zombie* evict = nullptr;
   {
     std::lock_guard<std::mutex> lock(r.mu);
-    --r.live[name];
+    --r.live[original->name];
     ++r.deallocated;
-    isa = zombie_class();
-    r.zombies.push_back(this);
+    r.zombies.push_back(zombie);
     if (r.zombies.size() > kMaxZombies) {
-      evict = r.zombies.front();
+      evict = static_cast<Zombie*>(r.zombies.front());
       r.zombies.pop_front();
     }
   }
-  delete evict;
+  if (evict) {
+    evict->~Zombie();
+    ::operator delete(static_cast<void*>(evict));
+  }
 }
 
 EmuObject* EmuObject::autorelease() {

@@ -9,7 +9,8 @@
 // autoreleased into the innermost NSAutoreleasePool of the calling thread. A released-to-zero
 // object is deallocated (its payload freed) but its memory is kept as a "zombie" (like
 // NSZombieEnabled) for a while, so a message to it, or a second release, is reported instead
-// of being a use-after-free.
+// of being a use-after-free. The object's destructor runs at once (its members are released);
+// a small zombie object takes its place in the same memory.
 //
 // Misuse (a Metal API-validation rule, an over-release, an unknown selector) is recorded in the
 // violation log and thrown as emu::ValidationError, which the caller sees as a C++ exception.
@@ -56,8 +57,10 @@ class EmuObject : public objc_object {
   bool is_zombie() const;
 
  protected:
-  // Frees what the object owns (children, memory). Called once, when the count reaches zero.
+  // Called once when the count reaches zero, before the destructor (which releases members).
   virtual void dealloc() {}
+  struct ZombieTag {};
+  EmuObject(ZombieTag, EmuClass* original);  // a zombie: not counted as a live object
 
  private:
   std::atomic<long> refs_{1};
