@@ -195,6 +195,7 @@ NB_MODULE(_core, m) {
             return nb::ndarray<nb::numpy, uint8_t, nb::ndim<1>>(p, {static_cast<size_t>(b.nbytes)}, self);
           }, "A writable uint8 numpy view of the bytes (no copy; keeps the buffer alive).")
       .def("__repr__", [](const BufferRef& b) {
+            if (!b.raw->contents()) return "<triton_mps.Buffer " + std::to_string(b.nbytes) + " bytes, GPU-only storage>";
             return "<triton_mps.Buffer " + std::to_string(b.nbytes) + " bytes at 0x" +
                    [](uintptr_t a) { char s[32]; std::snprintf(s, sizeof s, "%llx", (unsigned long long)a); return std::string(s); }(b.address()) + ">";
           });
@@ -244,13 +245,17 @@ NB_MODULE(_core, m) {
             auto raw = std::make_shared<OwnedHostBuffer>(std::move(inner), std::move(owner));
             return BufferRef{raw, 0, nbytes};
           }, "address"_a, "nbytes"_a, "owner"_a, "Wrap host memory without copying; `owner` is kept alive.")
-      .def("wrap_native", [](DeviceContext& c, uintptr_t handle, uint64_t offset, uint64_t nbytes) {
-            std::shared_ptr<RawBuffer> raw = c.device->wrap_native_buffer(reinterpret_cast<void*>(handle));
+      .def("wrap_native", [](DeviceContext& c, uintptr_t handle, uint64_t offset, uint64_t nbytes, nb::object owner) {
+            std::unique_ptr<RawBuffer> inner = c.device->wrap_native_buffer(reinterpret_cast<void*>(handle));
+            std::shared_ptr<RawBuffer> raw = owner.is_none()
+                ? std::shared_ptr<RawBuffer>(std::move(inner))
+                : std::make_shared<OwnedHostBuffer>(std::move(inner), std::move(owner));
             if (offset > raw->length() || nbytes > raw->length() - offset)
               throw InvalidArgument("range [" + std::to_string(offset) + ", +" + std::to_string(nbytes) +
                                     ") is outside the native buffer of " + std::to_string(raw->length()) + " bytes");
             return BufferRef{raw, offset, nbytes};
-          }, "handle"_a, "offset"_a, "nbytes"_a)
+          }, "handle"_a, "offset"_a, "nbytes"_a, "owner"_a = nb::none(),
+          "Wrap a native buffer (an MTLBuffer handle); `owner` (e.g. the torch tensor) is kept alive with it.")
       .def("compile", [](DeviceContext& c, const std::string& source, const std::string& entry,
                          const std::string& math_mode, bool strict, std::vector<std::pair<std::string, std::string>> macros,
                          const std::string& label, const std::string& language_version, uint32_t max_threads) {

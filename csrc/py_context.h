@@ -60,8 +60,10 @@ struct BufferRef {
   }
 };
 
-// Host memory owned by a Python object (numpy array, torch CPU tensor): the wrapper keeps
-// the owner alive for as long as any dispatch or view still refers to the memory.
+// Memory owned by a Python object (numpy array, torch CPU tensor, or the MTLBuffer of a torch
+// `mps` tensor): the wrapper keeps the owner alive for as long as any dispatch or view still
+// refers to the memory. For `mps` tensors retaining the MTLBuffer is not enough: PyTorch's
+// caching allocator hands a freed tensor's buffer to the next tensor while our kernel runs.
 class OwnedHostBuffer : public RawBuffer {
  public:
   OwnedHostBuffer(std::unique_ptr<RawBuffer> inner, nb::object owner) : inner_(std::move(inner)), owner_(std::move(owner)) {}

@@ -651,7 +651,9 @@ void MetalBatch::wait() {
 
 void BatchState::on_completed(size_t index, MTL::CommandBuffer* cb) {
   AutoreleasePool pool;
-  // Resources are released after the lock: a buffer's deleter may return it to the pool.
+  // Resources are released after the lock (a buffer's deleter may return it to the pool) but
+  // before `done`: wait() must not return while this thread may still drop Python owners
+  // (numpy arrays, tensors), or an exiting interpreter is finalized under our feet.
   std::vector<std::shared_ptr<RawBuffer>> release_buffers;
   std::vector<std::shared_ptr<Pipeline>> release_pipelines;
   std::vector<Ref<MTL::Buffer>> release_scratch;
@@ -666,9 +668,15 @@ void BatchState::on_completed(size_t index, MTL::CommandBuffer* cb) {
     release_pipelines.swap(pipelines);
     release_scratch.swap(scratch);
     reusable_samples.swap(sample_buffers);  // finish() read them
-    done = true;
   }
   if (sample_pool && !reusable_samples.empty()) sample_pool->give_back(std::move(reusable_samples));
+  release_buffers.clear();
+  release_pipelines.clear();
+  release_scratch.clear();
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    done = true;
+  }
   done_cv.notify_all();
 }
 

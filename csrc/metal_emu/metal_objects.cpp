@@ -32,11 +32,12 @@ constexpr uint32_t kMaxThreads = 1024;
 constexpr unsigned long kMaxBufferIndex = 31;
 constexpr size_t kMaxSetBytes = 4096;
 
-std::mutex g_mu;
+// Never destroyed: a queue thread may still finish a command buffer while statics are torn down.
+std::mutex& g_mu = *new std::mutex;
 EmuCounters g_counters;
 uint32_t g_unhinted_limit = kMaxThreads;
 bool g_hold = false;
-std::condition_variable g_hold_cv;
+std::condition_variable& g_hold_cv = *new std::condition_variable;
 
 void count(long EmuCounters::*field) {
   std::lock_guard<std::mutex> lock(g_mu);

@@ -46,8 +46,16 @@ struct PoolFrame {
   EmuObject* pool;
   std::vector<EmuObject*> objects;
 };
-thread_local std::vector<PoolFrame> t_pools;
-thread_local std::string t_failure;  // message for fail_imp
+// Per-thread state, never destroyed: static destructors (our devices' at exit) may still drain
+// pools after the thread's TLS destructors ran.
+std::vector<PoolFrame>& pools() {
+  thread_local auto* p = new std::vector<PoolFrame>;
+  return *p;
+}
+std::string& failure_message() {  // for fail_imp
+  thread_local auto* s = new std::string;
+  return *s;
+}
 
 void drain(PoolFrame& frame) {
   // Objects released by the drain may autorelease more into this same pool.
@@ -58,7 +66,7 @@ void drain(PoolFrame& frame) {
   }
 }
 
-[[noreturn]] void fail_imp() { violation(t_failure); }
+[[noreturn]] void fail_imp() { violation(failure_message()); }
 uint64_t nil_imp() { return 0; }
 
 }  // namespace
@@ -198,14 +206,14 @@ void EmuObject::release() {
 }
 
 EmuObject* EmuObject::autorelease() {
-  if (t_pools.empty()) {
+  if (pools().empty()) {
     Registry& r = registry();
     std::lock_guard<std::mutex> lock(r.mu);
     ++r.autorelease_without_pool;  // Cocoa logs "just leaking" and leaks it
     r.violations.push_back(std::string("a ") + class_name() + " was autoreleased with no pool in place (leaked)");
     return this;
   }
-  t_pools.back().objects.push_back(this);
+  pools().back().objects.push_back(this);
   return this;
 }
 
@@ -217,13 +225,13 @@ EmuObject* from_id(const void* object) {
   return static_cast<EmuObject*>(o);
 }
 
-void push_autorelease_pool(EmuObject* pool) { t_pools.push_back({pool, {}}); }
+void push_autorelease_pool(EmuObject* pool) { pools().push_back({pool, {}}); }
 
 void pop_autorelease_pool(EmuObject* pool) {
   // Draining a pool drains every pool pushed after it (Cocoa's rule).
-  while (!t_pools.empty()) {
-    PoolFrame frame = std::move(t_pools.back());
-    t_pools.pop_back();
+  while (!pools().empty()) {
+    PoolFrame frame = std::move(pools().back());
+    pools().pop_back();
     drain(frame);
     if (frame.pool == pool) return;
   }
@@ -284,12 +292,12 @@ IMP tmps_emu_lookup(objc_object* self, SEL sel) {
   if (!self) return reinterpret_cast<IMP>(&nil_imp);  // messages to nil return zero
   auto* cls = static_cast<EmuClass*>(self->isa);
   if (cls == zombie_class()) {
-    t_failure = std::string("-[") + static_cast<EmuObject*>(self)->class_name() + " " + sel_getName(sel) +
+    failure_message() = std::string("-[") + static_cast<EmuObject*>(self)->class_name() + " " + sel_getName(sel) +
                 "] sent to a deallocated instance (use after release, or an over-release)";
     return reinterpret_cast<IMP>(&fail_imp);
   }
   if (IMP imp = cls->find(sel)) return imp;
-  t_failure = std::string(cls->is_meta ? "+[" : "-[") + cls->name + " " + sel_getName(sel) +
+  failure_message() = std::string(cls->is_meta ? "+[" : "-[") + cls->name + " " + sel_getName(sel) +
               "]: unrecognized selector (the emulation implements only what csrc/metal/ uses)";
   return reinterpret_cast<IMP>(&fail_imp);
 }

@@ -147,7 +147,8 @@ def _tensor_buffer(t: Any, dev: Device) -> _core.Buffer:
             raise _core.InvalidArgument("an 'mps' tensor cannot be bound on the simulator; use a CPU tensor")
         # On MPS the storage pointer is the MTLBuffer handle, not an address (platform facts).
         storage = t.untyped_storage()
-        return dev.wrap_native(storage.data_ptr(), t.storage_offset() * t.element_size(), max(nbytes, 1))
+        # The tensor stays alive until the kernel completed: torch may reuse its buffer otherwise.
+        return dev.wrap_native(storage.data_ptr(), t.storage_offset() * t.element_size(), max(nbytes, 1), t)
     raise _core.InvalidArgument(f"tensors on device '{t.device}' cannot be bound: use cpu or mps tensors")
 
 
