@@ -30,7 +30,8 @@ struct DeviceInfo {
   uint32_t max_buffer_bindings = 31;
   uint64_t max_buffer_length = 0;
   bool is_simulator = false;
-  bool is_emulated = false;  // the Metal backend on the emulated Metal runtime (Linux, csrc/metal_emu/)
+  bool is_emulated = false;
+  std::string msl_version = "3.2";  // newest Metal Shading Language the OS compiles ("3.1" on macOS 14)  // the Metal backend on the emulated Metal runtime (Linux, csrc/metal_emu/)
 };
 
 // Metal's math modes. Triton semantics are not fast-math: Safe is our default.

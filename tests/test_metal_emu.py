@@ -274,3 +274,23 @@ def test_the_emulation_catches_misuse(misuse, message):
     else:
         assert got == ""
     _core.emu_clear_violations()
+
+
+def test_acquire_release_atomics_get_device_scope_fences():
+    # Finding 4: acquire/release atomics were relaxed atomics between threadgroup barriers, which
+    # order memory within one threadgroup only. Now: MSL 3.2 device-scope fences where the OS
+    # has MSL 3.2 (compiled out below: a documented limit). The memory-model effect itself can
+    # only be observed on a GPU (docs/mac-checklist.md); this checks what is emitted and chosen.
+    from triton_mps.backend.compiler import msl_version_for
+    from triton_mps.compiler.ops.memory import DEVICE_FENCE_HELPER
+
+    assert "thread_scope_device" in DEVICE_FENCE_HELPER and "__METAL_VERSION__ >= 320" in DEVICE_FENCE_HELPER
+    uses = "kernel void k() { TMPS_DEVICE_FENCE(); }"
+    assert msl_version_for(uses, "3.2") == "3.2"
+    assert msl_version_for(uses, "3.1") == "3.1"
+    assert msl_version_for("kernel void k() {}", "3.2") == "3.1"
+
+
+def test_newest_msl_follows_the_os():
+    assert _emulated_info({"TRITON_MPS_EMU_MACOS": "14.5"}, "print(d.info['msl_version'])").split()[-1] == "3.1"
+    assert _emulated_info({"TRITON_MPS_EMU_MACOS": "15.1"}, "print(d.info['msl_version'])").split()[-1] == "3.2"

@@ -101,6 +101,22 @@ std::pair<int, int> macos_for_msl(unsigned major, unsigned minor) {
 
 std::string os_version();
 
+bool os_at_least(int major, int minor) {
+  NS::OperatingSystemVersion want{major, minor, 0};
+  return NS::ProcessInfo::processInfo()->isOperatingSystemAtLeastVersion(want);
+}
+
+// The newest MSL version this OS compiles.
+std::string newest_msl() {
+  for (const char* v : {"4.0", "3.2", "3.1", "3.0"}) {
+    unsigned major = 0, minor = 0;
+    std::sscanf(v, "%u.%u", &major, &minor);
+    auto [os_major, os_minor] = macos_for_msl(major, minor);
+    if (os_at_least(os_major, os_minor)) return v;
+  }
+  return "2.4";
+}
+
 // "3.1" -> MTLLanguageVersion3_1. The enum is (major << 16) | minor in every SDK, so building the
 // value keeps versions newer than the compiled headers usable.
 MTL::LanguageVersion parse_language_version(const std::string& text, const std::string& label) {
@@ -110,8 +126,7 @@ MTL::LanguageVersion parse_language_version(const std::string& text, const std::
     throw InvalidArgument("kernel '" + label + "': language_version '" + text + "' is not of the form \"3.1\"");
   // An OS without this MSL version fails with an unclear Metal error: say what is needed.
   auto [os_major, os_minor] = macos_for_msl(major, minor);
-  NS::OperatingSystemVersion want{os_major, os_minor, 0};
-  if (!NS::ProcessInfo::processInfo()->isOperatingSystemAtLeastVersion(want))
+  if (!os_at_least(os_major, os_minor))
     throw Unavailable("kernel '" + label + "': Metal Shading Language " + text + " needs macOS " +
                       std::to_string(os_major) + "." + std::to_string(os_minor) + " or later; this is " +
                       os_version());
@@ -348,6 +363,7 @@ MetalDevice::MetalDevice(Ref<MTL::Device> device) : device_(std::move(device)) {
   info_.registry_id = device_->registryID();
   info_.gpu_family = family ? "apple" + std::to_string(family) : "unknown";
   info_.generation = chip_generation(info_.name, family);
+  info_.msl_version = newest_msl();
   info_.max_threads_per_threadgroup = static_cast<uint32_t>(device_->maxThreadsPerThreadgroup().width);
   info_.max_threadgroup_memory = static_cast<uint32_t>(device_->maxThreadgroupMemoryLength());
   info_.recommended_working_set = device_->recommendedMaxWorkingSetSize();

@@ -80,6 +80,17 @@ def threads_marker(threads: int) -> str:
     return f"{THREADS_MARKER}{threads}\n"
 
 
+def msl_version_for(msl: str, available: str) -> str:
+    """The MSL version to compile `msl` with: 3.2 when it uses device-scope fences
+    (acquire/release atomics) and the OS has 3.2, else 3.1 (the fences compile to nothing)."""
+    def as_tuple(v: str) -> tuple[int, ...]:
+        return tuple(int(p) for p in v.split(".") if p.isdigit())
+
+    if "TMPS_DEVICE_FENCE()" in msl and as_tuple(available) >= (3, 2):
+        return "3.2"
+    return "3.1"
+
+
 def threads_from_msl(msl: str) -> int:
     """The threadgroup size recorded by threads_marker, 0 if absent (hand-written MSL)."""
     at = msl.rfind(THREADS_MARKER)
