@@ -219,10 +219,17 @@ def compile_msl(
     strict: bool = True,
     macros: dict[str, str] | None = None,
     label: str = "",
+    language_version: str = "3.1",
+    max_threads: int = 0,
 ) -> Kernel:
-    """Compile MSL source and return the kernel `entry` (cached by source, options and device)."""
+    """Compile MSL source and return the kernel `entry` (cached by source, options and device).
+
+    `max_threads`: the threadgroup size it will be dispatched with, if known (Metal budgets
+    registers for it); `language_version`: the MSL version asked of Metal.
+    """
     dev = get_device(device)
     pipeline = dev.compile(
-        source, entry, math_mode=math_mode, strict=strict, macros=list((macros or {}).items()), label=label
+        source, entry, math_mode=math_mode, strict=strict, macros=list((macros or {}).items()), label=label,
+        language_version=language_version, max_threads=max_threads,
     )
     return Kernel(pipeline, dev)

@@ -32,7 +32,11 @@ kernel void add1(device const float* x [[buffer(0)]], device float* y [[buffer(1
 }
 """
 SIGNATURE = {"x": "*fp32", "y": "*fp32", "n": "i32"}
-ARGS = [ArgInfo("x", "pointer", "float", 0, 0), ArgInfo("y", "pointer", "float", 1, 1), ArgInfo("n", "scalar", "int", 2, 2)]
+ARGS = [
+    ArgInfo("x", "pointer", "float", 0, 0),
+    ArgInfo("y", "pointer", "float", 1, 1),
+    ArgInfo("n", "scalar", "int", 2, 2),
+]
 Metadata = namedtuple("Metadata", "name num_warps warp_size shared tmps_args num_ctas")
 
 
