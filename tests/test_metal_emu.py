@@ -294,3 +294,50 @@ def test_acquire_release_atomics_get_device_scope_fences():
 def test_newest_msl_follows_the_os():
     assert _emulated_info({"TRITON_MPS_EMU_MACOS": "14.5"}, "print(d.info['msl_version'])").split()[-1] == "3.1"
     assert _emulated_info({"TRITON_MPS_EMU_MACOS": "15.1"}, "print(d.info['msl_version'])").split()[-1] == "3.2"
+
+
+_STREAM_LOCK_SCRIPT = r'''
+import threading, time
+import numpy as np
+import triton_mps
+from triton_mps import _core
+
+dev = triton_mps.get_device("metal-emu")
+k = triton_mps.compile_msl("""
+kernel void add1(device const float* x [[buffer(0)]], device float* y [[buffer(1)]],
+                 uint i [[thread_position_in_grid]]) { y[i] = x[i] + 1.0f; }
+""", "add1", dev)
+dev.set_commit_threshold(1)
+x = np.arange(64, dtype=np.float32)
+ys = [np.zeros(64, np.float32) for _ in range(40)]
+_core.emu_hold_queues(True)
+
+def launcher():
+    for y in ys:  # past 32 batches in flight, a launch waits for the oldest, holding the stream lock
+        k(x, y, grid=1, threads=64)
+
+t = threading.Thread(target=launcher)
+t.start()
+time.sleep(1.0)
+threading.Timer(0.5, _core.emu_hold_queues, args=(False,)).start()
+# The completion handler needs the GIL to drop the numpy owners; `pending` must not hold the
+# GIL while it waits for the stream lock.
+print("pending", dev.pending)
+t.join()
+dev.synchronize()
+assert all((y == x + 1).all() for y in ys)
+print("ok")
+'''
+
+
+def test_stream_lock_is_never_awaited_with_the_gil_held():
+    # Finding 11: `pending` / `set_commit_threshold` took the stream lock with the GIL held while
+    # a launch holding that lock waited for a completion handler that needs the GIL: deadlock.
+    import subprocess
+    import sys
+
+    try:
+        r = subprocess.run([sys.executable, "-c", _STREAM_LOCK_SCRIPT], capture_output=True, text=True, timeout=60)
+    except subprocess.TimeoutExpired:
+        pytest.fail("deadlock: the stream lock was awaited with the GIL held")
+    assert r.returncode == 0 and "ok" in r.stdout, r.stdout + r.stderr
