@@ -360,6 +360,7 @@ NB_MODULE(_core, m) {
   m.def("emu_release", &emu::hook_release, "handle"_a);
   m.def("emu_buffer_memory", &emu::hook_buffer_memory, "handle"_a);
   m.def("emu_misuse", &emu::hook_misuse, "name"_a);
+  m.def("emu_new_foreign_buffer", &emu::hook_new_foreign_buffer, "nbytes"_a);
 #endif
   m.def("devices", [] {
     nb::list out;

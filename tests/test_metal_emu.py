@@ -111,6 +111,18 @@ def test_private_buffer_has_no_cpu_view(emu):
         _core.emu_release(handle)
 
 
+def _settled_live_objects() -> dict[str, int]:
+    # The queue thread drops its last references to a command buffer just after the completion
+    # handlers ran, i.e. possibly after synchronize() returned: wait until none is alive.
+    deadline = time.monotonic() + 5
+    live = _core.emu_live_objects()
+    while any(name in live for name in ("MTLEmuCommandBuffer", "MTLEmuComputeCommandEncoder")):
+        assert time.monotonic() < deadline, live
+        time.sleep(0.01)
+        live = _core.emu_live_objects()
+    return live
+
+
 def test_objects_are_released(emu, rng):
     # Every object our code creates per launch is released once the launch completed.
     k = triton_mps.compile_msl(ADD1, "add1", emu)
@@ -118,15 +130,11 @@ def test_objects_are_released(emu, rng):
     y = np.zeros(256, np.float32)
     k(x, y, 256, grid=1, threads=256)
     emu.synchronize()
-    before = _core.emu_live_objects()
+    before = _settled_live_objects()
     for _ in range(5):
         k(x, y, 256, grid=1, threads=256)
         emu.synchronize()
-    # Completion handlers release their last references just after synchronize() returned.
-    deadline = time.monotonic() + 5
-    while _core.emu_live_objects() != before and time.monotonic() < deadline:
-        time.sleep(0.01)
-    assert _core.emu_live_objects() == before
+    assert _settled_live_objects() == before
     assert _core.emu_stats()["autorelease_without_pool"] == 0
 
 
@@ -341,3 +349,13 @@ def test_stream_lock_is_never_awaited_with_the_gil_held():
     except subprocess.TimeoutExpired:
         pytest.fail("deadlock: the stream lock was awaited with the GIL held")
     assert r.returncode == 0 and "ok" in r.stdout, r.stdout + r.stderr
+
+
+def test_native_buffer_of_another_device_is_rejected(emu):
+    # Finding 1: wrap_native_buffer checks the MTLBuffer's device.
+    handle = _core.emu_new_foreign_buffer(4096)
+    try:
+        with pytest.raises(triton_mps.InvalidArgument, match="another Metal device"):
+            emu.wrap_native(handle, 0, 4096)
+    finally:
+        _core.emu_release(handle)

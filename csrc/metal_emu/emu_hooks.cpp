@@ -42,6 +42,12 @@ uintptr_t hook_new_buffer(uint64_t bytes, bool private_storage) {
   return reinterpret_cast<uintptr_t>(b);
 }
 
+uintptr_t hook_new_foreign_buffer(uint64_t bytes) {
+  static id other = new_emulated_device("Apple M1 (emulated, second GPU)", 0x200000002ull);  // lives forever
+  auto* device = reinterpret_cast<MTL::Device*>(other);
+  return reinterpret_cast<uintptr_t>(device->newBuffer(bytes, MTL::ResourceStorageModeShared));
+}
+
 void hook_release(uintptr_t object) { from_id(reinterpret_cast<void*>(object))->release(); }
 
 uintptr_t hook_buffer_memory(uintptr_t buffer) { return reinterpret_cast<uintptr_t>(emu_buffer_memory(reinterpret_cast<void*>(buffer))); }

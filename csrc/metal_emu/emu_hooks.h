@@ -19,6 +19,8 @@ void hook_hold_queues(bool hold);
 uintptr_t hook_new_buffer(uint64_t bytes, bool private_storage);
 void hook_release(uintptr_t object);
 uintptr_t hook_buffer_memory(uintptr_t buffer);
+// An MTLBuffer of another emulated GPU (+1 reference), to test device checks.
+uintptr_t hook_new_foreign_buffer(uint64_t bytes);
 // Commits one named misuse of the Metal API through metal-cpp; returns the validation message
 // ("" if the emulation did not catch it). Names: see emu_hooks.cpp.
 std::string hook_misuse(const std::string& name);  // the memory behind it, also for private storage
