@@ -3,6 +3,7 @@
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/array.h>
+#include <nanobind/stl/map.h>
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/pair.h>
 #include <nanobind/stl/shared_ptr.h>
@@ -15,6 +16,9 @@
 #include <map>
 #include <mutex>
 
+#ifdef TMPS_HAVE_METAL_EMU
+#include "metal_emu/emu_hooks.h"
+#endif
 #include "device.h"
 #include "launcher.h"
 #include "pipeline_cache.h"
@@ -50,6 +54,8 @@ nb::dict info_dict(const DeviceInfo& i) {
   d["max_buffer_bindings"] = i.max_buffer_bindings;
   d["max_buffer_length"] = i.max_buffer_length;
   d["is_simulator"] = i.is_simulator;
+  d["is_emulated"] = i.is_emulated;
+  d["msl_version"] = i.msl_version;
   return d;
 }
 
@@ -194,6 +200,7 @@ NB_MODULE(_core, m) {
             return nb::ndarray<nb::numpy, uint8_t, nb::ndim<1>>(p, {static_cast<size_t>(b.nbytes)}, self);
           }, "A writable uint8 numpy view of the bytes (no copy; keeps the buffer alive).")
       .def("__repr__", [](const BufferRef& b) {
+            if (!b.raw->contents()) return "<triton_mps.Buffer " + std::to_string(b.nbytes) + " bytes, GPU-only storage>";
             return "<triton_mps.Buffer " + std::to_string(b.nbytes) + " bytes at 0x" +
                    [](uintptr_t a) { char s[32]; std::snprintf(s, sizeof s, "%llx", (unsigned long long)a); return std::string(s); }(b.address()) + ">";
           });
@@ -233,6 +240,7 @@ NB_MODULE(_core, m) {
       .def_prop_ro("info", [](const DeviceContext& c) { return info_dict(c.device->info()); })
       .def_prop_ro("name", [](const DeviceContext& c) { return c.device->info().name; })
       .def_prop_ro("is_simulator", [](const DeviceContext& c) { return c.device->info().is_simulator; })
+      .def_prop_ro("is_emulated", [](const DeviceContext& c) { return c.device->info().is_emulated; })
       .def("buffer", [](DeviceContext& c, uint64_t nbytes) {
             auto raw = c.pool->allocate(nbytes);
             return BufferRef{raw, 0, nbytes};
@@ -242,17 +250,23 @@ NB_MODULE(_core, m) {
             auto raw = std::make_shared<OwnedHostBuffer>(std::move(inner), std::move(owner));
             return BufferRef{raw, 0, nbytes};
           }, "address"_a, "nbytes"_a, "owner"_a, "Wrap host memory without copying; `owner` is kept alive.")
-      .def("wrap_native", [](DeviceContext& c, uintptr_t handle, uint64_t offset, uint64_t nbytes) {
-            std::shared_ptr<RawBuffer> raw = c.device->wrap_native_buffer(reinterpret_cast<void*>(handle));
+      .def("wrap_native", [](DeviceContext& c, uintptr_t handle, uint64_t offset, uint64_t nbytes, nb::object owner) {
+            std::unique_ptr<RawBuffer> inner = c.device->wrap_native_buffer(reinterpret_cast<void*>(handle));
+            std::shared_ptr<RawBuffer> raw = owner.is_none()
+                ? std::shared_ptr<RawBuffer>(std::move(inner))
+                : std::make_shared<OwnedHostBuffer>(std::move(inner), std::move(owner));
             if (offset > raw->length() || nbytes > raw->length() - offset)
               throw InvalidArgument("range [" + std::to_string(offset) + ", +" + std::to_string(nbytes) +
                                     ") is outside the native buffer of " + std::to_string(raw->length()) + " bytes");
             return BufferRef{raw, offset, nbytes};
-          }, "handle"_a, "offset"_a, "nbytes"_a)
+          }, "handle"_a, "offset"_a, "nbytes"_a, "owner"_a = nb::none(),
+          "Wrap a native buffer (an MTLBuffer handle); `owner` (e.g. the torch tensor) is kept alive with it.")
       .def("compile", [](DeviceContext& c, const std::string& source, const std::string& entry,
                          const std::string& math_mode, bool strict, std::vector<std::pair<std::string, std::string>> macros,
-                         const std::string& label, const std::string& language_version, std::optional<bool> memcheck) {
+                         const std::string& label, const std::string& language_version, uint32_t max_threads,
+                         std::optional<bool> memcheck) {
             CompileOptions o;
+            o.max_total_threads = max_threads;
             o.math_mode = parse_math_mode(math_mode);
             o.strict_check = strict;
             if (memcheck) o.memcheck = *memcheck;
@@ -267,7 +281,7 @@ NB_MODULE(_core, m) {
             return PipelineRef{p};
           }, "source"_a, "entry"_a, "math_mode"_a = "safe", "strict"_a = true,
           "macros"_a = std::vector<std::pair<std::string, std::string>>{}, "label"_a = "", "language_version"_a = "3.1",
-          "memcheck"_a = nb::none())
+          "max_threads"_a = 0, "memcheck"_a = nb::none())
       .def("launch", [](DeviceContext& c, const PipelineRef& p, std::array<uint32_t, 3> grid, std::array<uint32_t, 3> threads,
                         nb::list args, std::vector<std::pair<uint32_t, uint32_t>> threadgroup_memory, int pack_scalars_at,
                         bool timed) -> nb::object {
@@ -296,8 +310,13 @@ NB_MODULE(_core, m) {
           "threadgroup_memory"_a = std::vector<std::pair<uint32_t, uint32_t>>{}, "pack_scalars_at"_a = -1, "timed"_a = false)
       .def("commit", [](DeviceContext& c) { nb::gil_scoped_release r; c.stream->commit(); })
       .def("synchronize", [](DeviceContext& c) { nb::gil_scoped_release r; c.stream->synchronize(); })
-      .def_prop_ro("pending", [](DeviceContext& c) { return c.stream->pending(); })
-      .def("set_commit_threshold", [](DeviceContext& c, size_t n) { c.stream->set_commit_threshold(n); }, "n"_a)
+      // The stream lock may be held by a launch waiting for the GPU, whose completion handlers
+      // may need the GIL: never wait for it with the GIL held.
+      .def_prop_ro("pending", [](DeviceContext& c) { nb::gil_scoped_release r; return c.stream->pending(); })
+      .def("set_commit_threshold", [](DeviceContext& c, size_t n) {
+            nb::gil_scoped_release r;
+            c.stream->set_commit_threshold(n);
+          }, "n"_a)
       .def("pool_stats", [](DeviceContext& c) {
             PoolStats s = c.pool->stats();
             nb::dict d;
@@ -335,6 +354,20 @@ NB_MODULE(_core, m) {
       .def("clear_pipeline_cache", [](DeviceContext& c) { c.cache->clear(); })
       .def("__repr__", [](const DeviceContext& c) { return "<triton_mps.Device '" + c.device->info().name + "'>"; });
 
+#ifdef TMPS_HAVE_METAL_EMU
+  // Test hooks of the emulated Metal runtime (Linux builds; see csrc/metal_emu/).
+  m.def("emu_stats", &emu::hook_stats);
+  m.def("emu_live_objects", &emu::hook_live_objects);
+  m.def("emu_violations", &emu::hook_violations);
+  m.def("emu_clear_violations", &emu::hook_clear_violations);
+  m.def("emu_set_unhinted_thread_limit", &emu::hook_set_unhinted_thread_limit, "limit"_a);
+  m.def("emu_hold_queues", &emu::hook_hold_queues, "hold"_a);
+  m.def("emu_new_buffer", &emu::hook_new_buffer, "nbytes"_a, "private"_a = false);
+  m.def("emu_release", &emu::hook_release, "handle"_a);
+  m.def("emu_buffer_memory", &emu::hook_buffer_memory, "handle"_a);
+  m.def("emu_misuse", &emu::hook_misuse, "name"_a);
+  m.def("emu_new_foreign_buffer", &emu::hook_new_foreign_buffer, "nbytes"_a);
+#endif
   m.def("devices", [] {
     nb::list out;
     for (auto& c : contexts()) out.append(nb::cast(c));

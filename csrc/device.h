@@ -30,6 +30,8 @@ struct DeviceInfo {
   uint32_t max_buffer_bindings = 31;
   uint64_t max_buffer_length = 0;
   bool is_simulator = false;
+  bool is_emulated = false;          // the Metal backend on the emulated Metal runtime (Linux, csrc/metal_emu/)
+  std::string msl_version = "3.2";  // newest Metal Shading Language the OS compiles ("3.1" on macOS 14)
 };
 
 // Metal's math modes. Triton semantics are not fast-math: Safe is our default.
@@ -46,6 +48,10 @@ struct CompileOptions {
   bool strict_check = true;  // simulator: also compile with real address spaces (Metal's rules)
   bool memcheck = memcheck_default();  // simulator: check every access against its buffer
   std::string label;         // shows in diagnostics (e.g. the Triton kernel name)
+  // The threadgroup size the kernel is dispatched with (num_warps * 32), 0 if unknown. Metal:
+  // set on the pipeline descriptor so the compiler budgets registers for it; without it a
+  // register-heavy kernel may get a lower maxTotalThreadsPerThreadgroup than it needs.
+  uint32_t max_total_threads = 0;
 
   // Stable text form, part of the pipeline cache key.
   std::string key() const;
@@ -58,6 +64,9 @@ class RawBuffer {
   virtual void* contents() = 0;        // CPU address of byte 0
   virtual size_t length() const = 0;   // bytes
   virtual void* native_handle() = 0;   // MTL::Buffer* on Metal, contents() on the simulator
+  // Where byte 0 of contents() lies inside native_handle()'s buffer (Metal: host memory is
+  // wrapped from the start of its first page, so the caller's pointer can be page-unaligned).
+  virtual uint64_t native_offset() const { return 0; }
 };
 
 // How a kernel parameter is bound, from the kernel's MSL signature.

@@ -67,6 +67,7 @@ std::string CompileOptions::key() const {
   }
   k += ";label=";
   append_framed(k, label);
+  if (max_total_threads) k += ";threads=" + std::to_string(max_total_threads);
   return k;
 }
 

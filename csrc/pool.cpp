@@ -217,6 +217,7 @@ class PooledBuffer final : public RawBuffer {
   void* contents() override { return raw_->contents(); }
   size_t length() const override { return requested_; }
   void* native_handle() override { return raw_->native_handle(); }
+  uint64_t native_offset() const override { return raw_->native_offset(); }
 
  private:
   std::unique_ptr<RawBuffer> raw_;

@@ -51,11 +51,19 @@ struct BufferRef {
   std::shared_ptr<RawBuffer> raw;
   uint64_t offset = 0;
   uint64_t nbytes = 0;
-  uintptr_t address() const { return reinterpret_cast<uintptr_t>(raw->contents()) + offset; }
+  // CPU address of the first byte. Throws for GPU-only (private storage) buffers, e.g. most
+  // torch `mps` tensors: Metal gives them no CPU address (contents() is NULL).
+  uintptr_t address() const {
+    void* p = raw->contents();
+    if (!p) throw InvalidArgument("this buffer has private (GPU-only) storage: it has no CPU address or bytes view");
+    return reinterpret_cast<uintptr_t>(p) + offset;
+  }
 };
 
-// Host memory owned by a Python object (numpy array, torch CPU tensor): the wrapper keeps
-// the owner alive for as long as any dispatch or view still refers to the memory.
+// Memory owned by a Python object (numpy array, torch CPU tensor, or the MTLBuffer of a torch
+// `mps` tensor): the wrapper keeps the owner alive for as long as any dispatch or view still
+// refers to the memory. For `mps` tensors retaining the MTLBuffer is not enough: PyTorch's
+// caching allocator hands a freed tensor's buffer to the next tensor while our kernel runs.
 class OwnedHostBuffer : public RawBuffer {
  public:
   OwnedHostBuffer(std::unique_ptr<RawBuffer> inner, nb::object owner) : inner_(std::move(inner)), owner_(std::move(owner)) {}
@@ -71,6 +79,7 @@ class OwnedHostBuffer : public RawBuffer {
   void* contents() override { return inner_->contents(); }
   size_t length() const override { return inner_->length(); }
   void* native_handle() override { return inner_->native_handle(); }
+  uint64_t native_offset() const override { return inner_->native_offset(); }
 
  private:
   std::unique_ptr<RawBuffer> inner_;

@@ -262,7 +262,9 @@ class TritonLauncher {
       // On MPS the storage pointer is the MTLBuffer handle, not an address (platform facts).
       uses_mps = true;
       const uint64_t offset = call_u64(t, "storage_offset") * call_u64(t, "element_size");
-      std::shared_ptr<RawBuffer> raw = ctx.device->wrap_native_buffer(reinterpret_cast<void*>(storage_ptr));
+      std::unique_ptr<RawBuffer> inner = ctx.device->wrap_native_buffer(reinterpret_cast<void*>(storage_ptr));
+      // The tensor itself lives until the dispatch completed (see OwnedHostBuffer).
+      auto raw = std::make_shared<OwnedHostBuffer>(std::move(inner), nb::borrow(t));
       return buffer(std::move(raw), offset);
     }
     // A CPU tensor: wrap its whole storage (a kernel may address any byte of the allocation,

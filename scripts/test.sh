@@ -16,4 +16,14 @@ PY=${PYTHON:-python3}
 export CMAKE_BUILD_PARALLEL_LEVEL=${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)}
 .venv/bin/python -m pip install -q --upgrade pip
 .venv/bin/python -m pip install -q ".[test]"
-.venv/bin/python -m pytest -ra "$@"
+status=0
+.venv/bin/python -m pytest -ra "$@" || status=$?
+
+# The Triton-level tests again, on the emulated Metal device (Linux builds with zig's clang):
+# the Metal backend (csrc/metal/) running against csrc/metal_emu/ (issue 11). The native-core
+# tests on it are gtests (tests/cpp/test_metal_emu_device.cpp) and tests/test_metal_emu.py.
+# Runs even when the first pass failed, so one CI run reports both.
+if .venv/bin/python -c "import sys, triton_mps; sys.exit(not any(d.is_emulated for d in triton_mps.devices()))"; then
+  TRITON_MPS_DEVICE=metal-emu .venv/bin/python -m pytest -ra "$@" tests/triton tests/kernels || status=$?
+fi
+exit "$status"

@@ -17,6 +17,14 @@ kernel void copy_add(device const float* x [[buffer(0)]], device float* y [[buff
 """
 
 
+
+@pytest.fixture(scope="module", params=["sim", "metal-emu"])
+def sim(request):
+    """These tests run on the simulator and on the emulated Metal device (issue 11)."""
+    if request.param == "metal-emu" and not any(d.is_emulated for d in triton_mps.devices()):
+        pytest.skip("built without the emulated Metal device")
+    return triton_mps.get_device(request.param)
+
 def test_numpy_arrays_are_bound_without_copy(sim, rng):
     k = triton_mps.compile_msl(COPY, "copy_add", sim)
     x = rng.standard_normal(1000).astype(np.float32)

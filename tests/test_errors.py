@@ -37,6 +37,14 @@ def run_scale_ok(dev, rng):
     np.testing.assert_allclose(y, 2.5 * x.astype(np.float64), rtol=1e-6)
 
 
+
+@pytest.fixture(scope="module", params=["sim", "metal-emu"])
+def sim(request):
+    """These tests run on the simulator and on the emulated Metal device (issue 11)."""
+    if request.param == "metal-emu" and not any(d.is_emulated for d in triton_mps.devices()):
+        pytest.skip("built without the emulated Metal device")
+    return triton_mps.get_device(request.param)
+
 def test_struct_argument_as_bytes(sim, rng):
     run_scale_ok(sim, rng)
 
@@ -72,6 +80,10 @@ def test_wrong_scalar_type_and_range(sim, rng):
 
 
 def test_struct_bytes_of_wrong_size(sim, rng):
+    if not sim.is_simulator:
+        # Metal pipelines do not know sizeof(struct) (ParamInfo.type_size is 0): a wrong-size
+        # struct reaches the kernel unchecked. Known gap (issue 11 notes; Metal reflection could fill it).
+        pytest.skip("struct sizes are known to the simulator only")
     k = triton_mps.compile_msl(SCALE, "scale", sim)
     x = rng.standard_normal(8).astype(np.float32)
     with pytest.raises(triton_mps.InvalidArgument, match=r"'p'"):
@@ -80,6 +92,8 @@ def test_struct_bytes_of_wrong_size(sim, rng):
 
 
 def test_buffer_too_small_for_constant_struct(sim, rng):
+    if not sim.is_simulator:
+        pytest.skip("struct sizes are known to the simulator only (see test_struct_bytes_of_wrong_size)")
     k = triton_mps.compile_msl(SCALE, "scale", sim)
     x = rng.standard_normal(8).astype(np.float32)
     tiny = sim.buffer(4)

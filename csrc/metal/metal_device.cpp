@@ -7,9 +7,12 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <atomic>
+#include <cctype>
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <type_traits>
 #include <utility>
@@ -27,8 +30,8 @@ constexpr MTL::ResourceOptions kSharedOptions = MTL::ResourceStorageModeShared |
                                                 MTL::ResourceCPUCacheModeDefaultCache |
                                                 MTL::ResourceHazardTrackingModeTracked;
 constexpr size_t kMaxSetBytes = 4096;           // Metal's limit for setBytes
-constexpr NS::UInteger kSamplesPerBuffer = 64;  // 32 timed dispatches per counter sample buffer
-constexpr uint32_t kThreadgroupMemoryGranule = 16;  // setThreadgroupMemoryLength needs multiples of 16
+constexpr uint32_t kThreadgroupMemoryGranule = 16;
+constexpr uintptr_t kApplePage = 16384;             // VM page size on Apple silicon  // setThreadgroupMemoryLength needs multiples of 16
 
 NS::String* ns_string(const std::string& s) { return NS::String::string(s.c_str(), NS::UTF8StringEncoding); }
 
@@ -87,6 +90,33 @@ void apply_math_mode(Options* opts, MathMode mode) {
   opts->setFastMathEnabled(mode == MathMode::Fast);
 }
 
+// The macOS release that first supports an MSL version (Apple's MSL specification, table 1.1).
+std::pair<int, int> macos_for_msl(unsigned major, unsigned minor) {
+  if (major >= 4) return {26, 0};
+  if (major == 3 && minor >= 2) return {15, 0};
+  if (major == 3 && minor == 1) return {14, 0};
+  if (major == 3) return {13, 0};
+  return {12, 0};
+}
+
+std::string os_version();
+
+bool os_at_least(int major, int minor) {
+  NS::OperatingSystemVersion want{major, minor, 0};
+  return NS::ProcessInfo::processInfo()->isOperatingSystemAtLeastVersion(want);
+}
+
+// The newest MSL version this OS compiles.
+std::string newest_msl() {
+  for (const char* v : {"4.0", "3.2", "3.1", "3.0"}) {
+    unsigned major = 0, minor = 0;
+    std::sscanf(v, "%u.%u", &major, &minor);
+    auto [os_major, os_minor] = macos_for_msl(major, minor);
+    if (os_at_least(os_major, os_minor)) return v;
+  }
+  return "2.4";
+}
+
 // "3.1" -> MTLLanguageVersion3_1. The enum is (major << 16) | minor in every SDK, so building the
 // value keeps versions newer than the compiled headers usable.
 MTL::LanguageVersion parse_language_version(const std::string& text, const std::string& label) {
@@ -94,6 +124,12 @@ MTL::LanguageVersion parse_language_version(const std::string& text, const std::
   char tail = 0;
   if (std::sscanf(text.c_str(), "%u.%u%c", &major, &minor, &tail) != 2 || major < 1 || major > 9 || minor > 9)
     throw InvalidArgument("kernel '" + label + "': language_version '" + text + "' is not of the form \"3.1\"");
+  // An OS without this MSL version fails with an unclear Metal error: say what is needed.
+  auto [os_major, os_minor] = macos_for_msl(major, minor);
+  if (!os_at_least(os_major, os_minor))
+    throw Unavailable("kernel '" + label + "': Metal Shading Language " + text + " needs macOS " +
+                      std::to_string(os_major) + "." + std::to_string(os_minor) + " or later; this is " +
+                      os_version());
   return static_cast<MTL::LanguageVersion>((major << 16) | minor);
 }
 
@@ -124,6 +160,25 @@ int apple_family(MTL::Device* device) {
   return 0;
 }
 
+// The M-series generation: from the name ("Apple M4 Pro" -> 4), since GPU families do not map
+// one to one (apple9 is both M3 and M4). Fallback by family for unknown names.
+int chip_generation(const std::string& name, int family) {
+  for (size_t at = name.find('M'); at != std::string::npos; at = name.find('M', at + 1)) {
+    size_t end = at + 1;
+    while (end < name.size() && std::isdigit(static_cast<unsigned char>(name[end]))) ++end;
+    bool word_start = at == 0 || name[at - 1] == ' ';
+    if (word_start && end > at + 1 && (end == name.size() || !std::isalnum(static_cast<unsigned char>(name[end]))))
+      return std::atoi(name.c_str() + at + 1);
+  }
+  switch (family) {
+    case 7: return 1;
+    case 8: return 2;
+    case 9: return 3;  // or 4: the name did not say
+    case 10: return 5;
+    default: return 0;
+  }
+}
+
 Ref<MTL::CounterSet> timestamp_counter_set(MTL::Device* device) {
   if (!device->supportsCounterSampling(MTL::CounterSamplingPointAtStageBoundary)) return {};
   const NS::Array* sets = device->counterSets();
@@ -136,6 +191,12 @@ Ref<MTL::CounterSet> timestamp_counter_set(MTL::Device* device) {
 
 std::string os_version() {
   return to_string(NS::ProcessInfo::processInfo()->operatingSystemVersionString());
+}
+
+// TRITON_MPS_METAL_DEBUG=1: per-encoder error reporting in command buffers (names the faulting pass).
+bool metal_debug() {
+  const char* v = std::getenv("TRITON_MPS_METAL_DEBUG");
+  return v && *v && std::strcmp(v, "0") != 0;
 }
 
 std::string command_buffer_error(MTL::CommandBuffer* cb) {
@@ -158,7 +219,12 @@ std::string command_buffer_error(MTL::CommandBuffer* cb) {
 AutoreleasePool::AutoreleasePool() : pool_(NS::TransferPtr(NS::AutoreleasePool::alloc()->init())) {}
 
 MetalBuffer::MetalBuffer(Ref<MTL::Buffer> buffer) : buffer_(std::move(buffer)), length_(buffer_->length()) {}
-void* MetalBuffer::contents() { return buffer_->contents(); }
+MetalBuffer::MetalBuffer(Ref<MTL::Buffer> buffer, size_t base, size_t length)
+    : buffer_(std::move(buffer)), base_(base), length_(length) {}
+void* MetalBuffer::contents() {
+  void* p = buffer_->contents();
+  return p ? static_cast<char*>(p) + base_ : nullptr;
+}
 size_t MetalBuffer::length() const { return length_; }
 void* MetalBuffer::native_handle() { return buffer_.get(); }
 
@@ -171,6 +237,34 @@ MetalPipeline::MetalPipeline(std::string name, std::vector<ParamInfo> params, ui
       max_threads_(static_cast<uint32_t>(state_->maxTotalThreadsPerThreadgroup())),
       execution_width_(static_cast<uint32_t>(state_->threadExecutionWidth())),
       static_threadgroup_memory_(static_cast<uint32_t>(state_->staticThreadgroupMemoryLength())) {}
+
+// --- counter sample buffers ----------------------------------------------------------------
+
+SampleBufferPool::SampleBufferPool(Ref<MTL::Device> device, Ref<MTL::CounterSet> set)
+    : device_(std::move(device)), set_(std::move(set)) {}
+
+Ref<MTL::CounterSampleBuffer> SampleBufferPool::acquire() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!free_.empty()) {
+      Ref<MTL::CounterSampleBuffer> b = std::move(free_.back());
+      free_.pop_back();
+      return b;
+    }
+  }
+  AutoreleasePool pool;
+  auto desc = NS::TransferPtr(MTL::CounterSampleBufferDescriptor::alloc()->init());
+  desc->setCounterSet(set_.get());
+  desc->setSampleCount(kSamplesPerBuffer);
+  desc->setStorageMode(MTL::StorageModeShared);
+  NS::Error* error = nullptr;
+  return NS::TransferPtr(device_->newCounterSampleBuffer(desc.get(), &error));
+}
+
+void SampleBufferPool::give_back(std::vector<Ref<MTL::CounterSampleBuffer>> buffers) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto& b : buffers) free_.push_back(std::move(b));
+}
 
 // --- binary archive ------------------------------------------------------------------------
 
@@ -199,6 +293,8 @@ void PipelineArchive::open() {
 }
 
 void PipelineArchive::persist() {
+  unsaved_ = 0;
+  last_persist_ = std::chrono::steady_clock::now();
   static std::atomic<unsigned> counter{0};
   std::string tmp = path_ + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter++);
   NS::Error* error = nullptr;
@@ -208,27 +304,52 @@ void PipelineArchive::persist() {
   std::remove(tmp.c_str());  // the cache is an optimisation: a failed write only costs a rebuild
 }
 
-Ref<MTL::ComputePipelineState> PipelineArchive::build(MTL::Function* function, const std::string& label) {
+Ref<MTL::ComputePipelineState> PipelineArchive::build(MTL::Function* function, const std::string& label,
+                                                      uint32_t max_threads) {
   AutoreleasePool pool;
-  std::lock_guard<std::mutex> lock(mu_);
-  if (!opened_) open();
+  Ref<MTL::BinaryArchive> archive;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!opened_) open();
+    archive = archive_;
+  }
   auto desc = NS::TransferPtr(MTL::ComputePipelineDescriptor::alloc()->init());
   desc->setComputeFunction(function);
   desc->setLabel(ns_string(label));
+  if (max_threads) desc->setMaxTotalThreadsPerThreadgroup(max_threads);
+  // Pipelines are built without the lock: independent kernels compile in parallel.
   NS::Error* error = nullptr;
-  if (archive_) {
-    desc->setBinaryArchives(NS::Array::array(archive_.get()));
+  if (archive) {
+    desc->setBinaryArchives(NS::Array::array(archive.get()));
     // A hit loads the GPU binary from the archive; a miss returns null instead of compiling.
     auto hit = NS::TransferPtr(
         device_->newComputePipelineState(desc.get(), MTL::PipelineOptionFailOnBinaryArchiveMiss, nullptr, &error));
     if (hit) return hit;
-    error = nullptr;
-    if (archive_->addComputePipelineFunctions(desc.get(), &error)) persist();
+    desc->setBinaryArchives(nullptr);
     error = nullptr;
   }
   auto state = NS::TransferPtr(device_->newComputePipelineState(desc.get(), MTL::PipelineOptionNone, nullptr, &error));
   if (!state) throw CompileError("kernel '" + label + "': Metal could not build the compute pipeline: " + describe(error));
+  if (archive) {
+    std::lock_guard<std::mutex> lock(mu_);
+    error = nullptr;
+    if (archive_->addComputePipelineFunctions(desc.get(), &error)) {
+      ++unsaved_;
+      // Batched writes: the whole archive is rewritten, so not on every miss (the rest is
+      // written when the device goes away).
+      const auto now = std::chrono::steady_clock::now();
+      if (unsaved_ >= kPersistEvery || now - last_persist_ >= kPersistInterval) persist();
+    }
+  }
   return state;
+}
+
+PipelineArchive::~PipelineArchive() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (archive_ && unsaved_) {
+    AutoreleasePool pool;
+    persist();
+  }
 }
 
 // --- device --------------------------------------------------------------------------------
@@ -241,7 +362,8 @@ MetalDevice::MetalDevice(Ref<MTL::Device> device) : device_(std::move(device)) {
   info_.name = to_string(device_->name());
   info_.registry_id = device_->registryID();
   info_.gpu_family = family ? "apple" + std::to_string(family) : "unknown";
-  info_.generation = family ? family - 6 : 0;  // apple7 = M1 = 1 ... apple10 = M5 = 5
+  info_.generation = chip_generation(info_.name, family);
+  info_.msl_version = newest_msl();
   info_.max_threads_per_threadgroup = static_cast<uint32_t>(device_->maxThreadsPerThreadgroup().width);
   info_.max_threadgroup_memory = static_cast<uint32_t>(device_->maxThreadgroupMemoryLength());
   info_.recommended_working_set = device_->recommendedMaxWorkingSetSize();
@@ -250,8 +372,12 @@ MetalDevice::MetalDevice(Ref<MTL::Device> device) : device_(std::move(device)) {
   info_.max_buffer_bindings = 31;
   info_.max_buffer_length = device_->maxBufferLength();
   info_.is_simulator = false;
+#ifdef TMPS_METAL_EMULATED
+  info_.is_emulated = true;
+#endif
   identity_ = "metal:" + std::to_string(info_.registry_id) + ":" + os_version();
   timer_.timestamps = timestamp_counter_set(device_.get());
+  if (timer_.timestamps) timer_.samples = std::make_shared<SampleBufferPool>(device_, timer_.timestamps);
   archive_ = std::make_unique<PipelineArchive>(device_, info_.registry_id);
 }
 
@@ -266,14 +392,28 @@ std::unique_ptr<RawBuffer> MetalDevice::new_buffer(size_t bytes) {
 }
 
 std::unique_ptr<RawBuffer> MetalDevice::wrap_host_memory(void* ptr, size_t bytes) {
-  const size_t page = static_cast<size_t>(::getpagesize());
-  if (!ptr || bytes == 0 || reinterpret_cast<uintptr_t>(ptr) % page != 0 || bytes % page != 0)
-    throw InvalidArgument("Metal: wrap_host_memory needs a page-aligned address and a length that is a non-zero "
-                          "multiple of the page size (" + std::to_string(page) + " bytes)");
+  if (!ptr || bytes == 0) throw InvalidArgument("Metal: wrap_host_memory of a null pointer or of 0 bytes");
+  // newBufferWithBytesNoCopy needs a page-aligned pointer and a page-multiple length (16 KiB
+  // pages on Apple silicon). numpy and torch CPU memory is only 16-64 byte aligned: wrap the
+  // whole pages around it, as PyTorch does for its CPU<->MPS copies, and remember where the
+  // caller's byte 0 lies. The extra bytes belong to the same mapped pages; kernels never see them.
+  const uintptr_t page = std::max<uintptr_t>(static_cast<uintptr_t>(::getpagesize()), kApplePage);
+  const uintptr_t start = reinterpret_cast<uintptr_t>(ptr);
+  const uintptr_t base = start / page * page;
+  const uintptr_t end = (start + bytes + page - 1) / page * page;
   // No deallocator: the caller owns the memory and must keep it alive longer than the buffer.
-  auto buffer = NS::TransferPtr(device_->newBuffer(ptr, bytes, kSharedOptions, nullptr));
+  auto buffer = NS::TransferPtr(device_->newBuffer(reinterpret_cast<void*>(base), end - base, kSharedOptions, nullptr));
   if (!buffer) throw OutOfMemory("Metal: could not wrap " + std::to_string(bytes) + " bytes of host memory");
-  return std::make_unique<MetalBuffer>(std::move(buffer));
+  return std::make_unique<MetalBuffer>(std::move(buffer), start - base, bytes);
+}
+
+std::unique_ptr<RawBuffer> MetalDevice::wrap_native_buffer(void* handle) {
+  // A torch `mps` tensor's storage pointer is its id<MTLBuffer>.
+  if (!handle) throw InvalidArgument("Metal: wrap_native_buffer of a null MTLBuffer");
+  auto* buffer = static_cast<MTL::Buffer*>(handle);
+  if (buffer->device() != device_.get())
+    throw InvalidArgument("Metal: the MTLBuffer belongs to another Metal device than '" + info_.name + "'");
+  return std::make_unique<MetalBuffer>(NS::RetainPtr(buffer));
 }
 
 std::shared_ptr<Pipeline> MetalDevice::build_pipeline(const std::string& source, const std::string& entry,
@@ -307,7 +447,11 @@ std::shared_ptr<Pipeline> MetalDevice::build_pipeline(const std::string& source,
     throw CompileError("kernel '" + label + "': Metal compiled '" + entry +
                        "' but its signature could not be read from the source (kernels made by macros are not supported)");
 
-  Ref<MTL::ComputePipelineState> state = archive_->build(function.get(), label);
+  Ref<MTL::ComputePipelineState> state = archive_->build(function.get(), label, options.max_total_threads);
+  if (options.max_total_threads && state->maxTotalThreadsPerThreadgroup() < options.max_total_threads)
+    throw LimitExceeded("kernel '" + label + "': Metal can run at most " +
+                        std::to_string(state->maxTotalThreadsPerThreadgroup()) + " threads per threadgroup of it, " +
+                        "it needs " + std::to_string(options.max_total_threads) + " (use fewer warps)");
   return std::make_shared<MetalPipeline>(entry, decl->params, decl->line, std::move(state));
 }
 
@@ -325,6 +469,7 @@ MetalBatch::MetalBatch(Ref<MTL::Device> device, Ref<MTL::CommandQueue> queue, Ti
       info_(info),
       state_(std::make_shared<BatchState>()) {
   state_->device = device_;
+  state_->sample_pool = timer_.samples;
 }
 
 MetalBatch::~MetalBatch() {
@@ -359,8 +504,9 @@ void MetalBatch::validate(const Dispatch& d) const {
       continue;
     }
     if (!b.buffer || !b.buffer->native_handle()) throw InvalidArgument(where + "no Metal buffer bound");
-    if (b.offset > b.buffer->length())
-      throw InvalidArgument(where + "offset " + std::to_string(b.offset) + " past the buffer's " +
+    // Metal's validation: the offset must be < the buffer's length (an offset equal to it is rejected too).
+    if (b.offset >= b.buffer->length())
+      throw InvalidArgument(where + "offset " + std::to_string(b.offset) + " is not inside the buffer's " +
                             std::to_string(b.buffer->length()) + " bytes");
   }
   uint64_t shared = pipeline->static_threadgroup_memory();
@@ -378,7 +524,8 @@ MTL::CommandBuffer* MetalBatch::current_command_buffer() {
   if (!command_buffer_open_) {
     auto desc = NS::TransferPtr(MTL::CommandBufferDescriptor::alloc()->init());
     desc->setRetainedReferences(false);  // BatchState retains everything the GPU touches
-    desc->setErrorOptions(MTL::CommandBufferErrorOptionEncoderExecutionStatus);  // which pass faulted
+    // Which pass faulted: costs GPU time on every command buffer, so only when debugging.
+    if (metal_debug()) desc->setErrorOptions(MTL::CommandBufferErrorOptionEncoderExecutionStatus);
     MTL::CommandBuffer* cb = queue_->commandBuffer(desc.get());
     if (!cb) throw DispatchError("Metal: could not create a command buffer");
     command_buffers_.push_back(NS::RetainPtr(cb));
@@ -400,15 +547,11 @@ void MetalBatch::close_command_buffer() {
 }
 
 bool MetalBatch::reserve_samples(Ref<MTL::CounterSampleBuffer>& buffer, NS::UInteger& index) {
-  if (!samples_ || samples_used_ + 2 > kSamplesPerBuffer) {
-    auto desc = NS::TransferPtr(MTL::CounterSampleBufferDescriptor::alloc()->init());
-    desc->setCounterSet(timer_.timestamps.get());
-    desc->setSampleCount(kSamplesPerBuffer);
-    desc->setStorageMode(MTL::StorageModeShared);
-    NS::Error* error = nullptr;
-    samples_ = NS::TransferPtr(device_->newCounterSampleBuffer(desc.get(), &error));
+  if (!samples_ || samples_used_ + 2 > SampleBufferPool::kSamplesPerBuffer) {
+    samples_ = timer_.samples->acquire();
     samples_used_ = 0;
     if (!samples_) return false;
+    state_->sample_buffers.push_back(samples_);  // back to the pool once the timings were read
   }
   buffer = samples_;
   index = samples_used_;
@@ -421,7 +564,8 @@ void MetalBatch::encode_into(MTL::ComputeCommandEncoder* enc, const Dispatch& d)
   enc->setComputePipelineState(pipeline->state());
   for (const Binding& b : d.bindings) {
     if (b.kind == Binding::Kind::Buffer) {
-      enc->setBuffer(static_cast<MTL::Buffer*>(b.buffer->native_handle()), b.offset, b.index);
+      enc->setBuffer(static_cast<MTL::Buffer*>(b.buffer->native_handle()), b.buffer->native_offset() + b.offset,
+                     b.index);
     } else if (b.bytes.size() <= kMaxSetBytes) {
       enc->setBytes(b.bytes.data(), b.bytes.size(), b.index);  // Metal copies the bytes now
     } else {
@@ -523,10 +667,13 @@ void MetalBatch::wait() {
 
 void BatchState::on_completed(size_t index, MTL::CommandBuffer* cb) {
   AutoreleasePool pool;
-  // Resources are released after the lock: a buffer's deleter may return it to the pool.
+  // Resources are released after the lock (a buffer's deleter may return it to the pool) but
+  // before `done`: wait() must not return while this thread may still drop Python owners
+  // (numpy arrays, tensors), or an exiting interpreter is finalized under our feet.
   std::vector<std::shared_ptr<RawBuffer>> release_buffers;
   std::vector<std::shared_ptr<Pipeline>> release_pipelines;
   std::vector<Ref<MTL::Buffer>> release_scratch;
+  std::vector<Ref<MTL::CounterSampleBuffer>> reusable_samples;
   {
     std::lock_guard<std::mutex> lock(mu);
     if (cb->status() == MTL::CommandBufferStatusError && error.empty()) error = command_buffer_error(cb);
@@ -536,6 +683,14 @@ void BatchState::on_completed(size_t index, MTL::CommandBuffer* cb) {
     release_buffers.swap(buffers);
     release_pipelines.swap(pipelines);
     release_scratch.swap(scratch);
+    reusable_samples.swap(sample_buffers);  // finish() read them
+  }
+  if (sample_pool && !reusable_samples.empty()) sample_pool->give_back(std::move(reusable_samples));
+  release_buffers.clear();
+  release_pipelines.clear();
+  release_scratch.clear();
+  {
+    std::lock_guard<std::mutex> lock(mu);
     done = true;
   }
   done_cv.notify_all();

@@ -13,6 +13,7 @@
 #include <Foundation/Foundation.hpp>
 #include <Metal/Metal.hpp>
 
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <memory>
@@ -39,15 +40,19 @@ class AutoreleasePool {
   Ref<NS::AutoreleasePool> pool_;
 };
 
+// An MTL::Buffer, or the range [base, base + length) of one (host memory wrapped page-rounded).
 class MetalBuffer final : public RawBuffer {
  public:
   explicit MetalBuffer(Ref<MTL::Buffer> buffer);
-  void* contents() override;
+  MetalBuffer(Ref<MTL::Buffer> buffer, size_t base, size_t length);
+  void* contents() override;  // NULL for private (GPU-only) storage
   size_t length() const override;
   void* native_handle() override;  // MTL::Buffer*
+  uint64_t native_offset() const override { return base_; }
 
  private:
   Ref<MTL::Buffer> buffer_;
+  size_t base_ = 0;
   size_t length_;
 };
 
@@ -74,18 +79,25 @@ class MetalPipeline final : public Pipeline {
 
 // The on-disk pipeline cache across processes: one MTL::BinaryArchive per device at
 // <cache_dir()>/metal/<registry id>.metallib-archive. A miss adds the pipeline's functions and
-// rewrites the file (temp file + rename, so readers never see half a file; concurrent writers:
-// the last rename wins and the loser's additions are rebuilt next time). Without a usable
-// cache directory or archive, pipelines are built without one.
+// is built without any lock held, then added to the archive; the file is rewritten (temp file +
+// rename, so readers never see half a file; concurrent writers: the last rename wins and the
+// loser's additions are rebuilt next time) every kPersistEvery additions or kPersistInterval,
+// and when the device goes away. Without a usable cache directory or archive, pipelines are
+// built without one.
 class PipelineArchive {
  public:
   PipelineArchive(Ref<MTL::Device> device, uint64_t registry_id);
+  ~PipelineArchive();  // writes additions not yet on disk
   // Build the pipeline state for `function`; throws CompileError with Metal's message.
-  Ref<MTL::ComputePipelineState> build(MTL::Function* function, const std::string& label);
+  // `max_threads` (0: not set) goes to setMaxTotalThreadsPerThreadgroup.
+  Ref<MTL::ComputePipelineState> build(MTL::Function* function, const std::string& label, uint32_t max_threads);
 
  private:
   void open();     // load the archive file (a corrupt one is deleted); called once, under mu_
-  void persist();  // serialize to a temp file and rename over the archive path
+  void persist();  // serialize to a temp file and rename over the archive path (mu_ held)
+
+  static constexpr unsigned kPersistEvery = 16;  // misses between two writes of the archive
+  static constexpr std::chrono::seconds kPersistInterval{5};
 
   std::mutex mu_;
   Ref<MTL::Device> device_;
@@ -93,11 +105,30 @@ class PipelineArchive {
   std::string path_;
   bool opened_ = false;
   Ref<MTL::BinaryArchive> archive_;  // null: no on-disk cache this process
+  unsigned unsaved_ = 0;             // additions since the last write
+  std::chrono::steady_clock::time_point last_persist_ = std::chrono::steady_clock::now();
+};
+
+// Counter sample buffers are costly to create and Metal limits how many may exist: the device
+// keeps free ones, and a batch borrows them until its timings were read.
+class SampleBufferPool {
+ public:
+  static constexpr NS::UInteger kSamplesPerBuffer = 64;  // 32 timed dispatches per buffer
+  SampleBufferPool(Ref<MTL::Device> device, Ref<MTL::CounterSet> set);
+  Ref<MTL::CounterSampleBuffer> acquire();  // null if Metal could not make one
+  void give_back(std::vector<Ref<MTL::CounterSampleBuffer>> buffers);
+
+ private:
+  std::mutex mu_;
+  Ref<MTL::Device> device_;
+  Ref<MTL::CounterSet> set_;
+  std::vector<Ref<MTL::CounterSampleBuffer>> free_;
 };
 
 // How dispatches are timed on this device (see MetalBatch).
 struct TimerSupport {
   Ref<MTL::CounterSet> timestamps;  // set: stage-boundary counter sampling; null: command-buffer times
+  std::shared_ptr<SampleBufferPool> samples;  // set with `timestamps`
 };
 
 class MetalDevice final : public Device {
@@ -106,6 +137,7 @@ class MetalDevice final : public Device {
   const DeviceInfo& info() const override { return info_; }
   std::unique_ptr<RawBuffer> new_buffer(size_t bytes) override;
   std::unique_ptr<RawBuffer> wrap_host_memory(void* ptr, size_t bytes) override;
+  std::unique_ptr<RawBuffer> wrap_native_buffer(void* handle) override;
   std::shared_ptr<Pipeline> build_pipeline(const std::string& source, const std::string& entry,
                                            const CompileOptions& options) override;
   std::unique_ptr<Batch> new_batch() override;
@@ -147,6 +179,8 @@ struct BatchState {
   std::vector<Ref<MTL::Buffer>> scratch;  // setBytes data over Metal's 4 KiB limit
   std::vector<Timed> timed;
   std::vector<GpuTimes> gpu_times;  // per command buffer
+  std::vector<Ref<MTL::CounterSampleBuffer>> sample_buffers;  // borrowed from sample_pool
+  std::shared_ptr<SampleBufferPool> sample_pool;
   Ref<MTL::Device> device;
   MTL::Timestamp cpu0 = 0, gpu0 = 0;  // clock correlation sampled at commit
 

@@ -23,19 +23,28 @@ _DEVICE_ENV = "TRITON_MPS_DEVICE"
 
 
 def devices() -> list[Device]:
-    """Every device: Metal GPUs first (macOS), then the simulator."""
+    """Every device: Metal GPUs first (macOS; on Linux the emulated Metal device), then the simulator."""
     return list(_core.devices())
 
 
+def _real_metal(all_devices: list[Device]) -> list[Device]:
+    return [d for d in all_devices if not d.is_simulator and not d.is_emulated]
+
+
 def get_device(which: str | int | Device | None = None) -> Device:
-    """A device by index, by kind ('metal', 'sim'), or the default one for None."""
+    """A device by index, by kind ('metal', 'sim', 'metal-emu'), or the default one for None.
+
+    The default is the first real Metal GPU, else the simulator: the emulated Metal device
+    (Linux builds; Metal code paths checked against an emulated Metal runtime) is used only
+    when asked for by index or as 'metal-emu'.
+    """
     if isinstance(which, _core.Device):
         return which
     all_devices = devices()
     if which is None:
         which = os.environ.get(_DEVICE_ENV, "")
         if which == "":
-            real = [d for d in all_devices if not d.is_simulator]
+            real = _real_metal(all_devices)
             return real[0] if real else all_devices[-1]
     if isinstance(which, int) or (isinstance(which, str) and which.isdigit()):
         index = int(which)
@@ -46,11 +55,18 @@ def get_device(which: str | int | Device | None = None) -> Device:
     if kind in ("sim", "simulator", "cpu"):
         return all_devices[-1]
     if kind in ("metal", "gpu", "mps"):
-        real = [d for d in all_devices if not d.is_simulator]
+        real = _real_metal(all_devices)
         if not real:
             raise _core.Unavailable("no Metal device in this process (not a Mac, or Metal unavailable)")
         return real[0]
-    raise _core.InvalidArgument(f"unknown device {which!r}: use an index, 'metal' or 'sim' ({_DEVICE_ENV})")
+    if kind in ("metal-emu", "emu", "emulated"):
+        emulated = [d for d in all_devices if d.is_emulated]
+        if not emulated:
+            raise _core.Unavailable("no emulated Metal device in this build (Linux builds with ziglang have one)")
+        return emulated[0]
+    raise _core.InvalidArgument(
+        f"unknown device {which!r}: use an index, 'metal', 'sim' or 'metal-emu' ({_DEVICE_ENV})"
+    )
 
 
 def default_device() -> Device:
@@ -74,8 +90,9 @@ def empty(shape: int | Sequence[int], dtype: Any = np.float32, device: Device | 
 def _pool_buffer_of(arr: np.ndarray) -> _core.Buffer | None:
     """The device buffer behind an array made by `empty` (walks the chain of views)."""
     base: Any = arr
-    while isinstance(base, np.ndarray):
-        base = base.base
+    while isinstance(base, np.ndarray | memoryview):
+        # bytes_view() exports through the buffer protocol: the chain ends in a memoryview of the Buffer.
+        base = base.obj if isinstance(base, memoryview) else base.base
     return base if isinstance(base, _core.Buffer) else None
 
 
@@ -131,7 +148,8 @@ def _tensor_buffer(t: Any, dev: Device) -> _core.Buffer:
             raise _core.InvalidArgument("an 'mps' tensor cannot be bound on the simulator; use a CPU tensor")
         # On MPS the storage pointer is the MTLBuffer handle, not an address (platform facts).
         storage = t.untyped_storage()
-        return dev.wrap_native(storage.data_ptr(), t.storage_offset() * t.element_size(), max(nbytes, 1))
+        # The tensor stays alive until the kernel completed: torch may reuse its buffer otherwise.
+        return dev.wrap_native(storage.data_ptr(), t.storage_offset() * t.element_size(), max(nbytes, 1), t)
     raise _core.InvalidArgument(f"tensors on device '{t.device}' cannot be bound: use cpu or mps tensors")
 
 
@@ -247,15 +265,20 @@ def compile_msl(
     strict: bool = True,
     macros: dict[str, str] | None = None,
     label: str = "",
+    language_version: str = "3.1",
+    max_threads: int = 0,
     memcheck: bool | None = None,
 ) -> Kernel:
     """Compile MSL source and return the kernel `entry` (cached by source, options and device).
 
-    `memcheck` (simulator): check every device-memory access against its buffer; None follows
-    $TRITON_MPS_MEMCHECK (on unless "0")."""
+    `max_threads`: the threadgroup size it will be dispatched with, if known (Metal budgets
+    registers for it); `language_version`: the MSL version asked of Metal; `memcheck`
+    (simulator): check every device-memory access against its buffer, None follows
+    $TRITON_MPS_MEMCHECK (on unless "0").
+    """
     dev = get_device(device)
     pipeline = dev.compile(
         source, entry, math_mode=math_mode, strict=strict, macros=list((macros or {}).items()), label=label,
-        memcheck=memcheck,
+        language_version=language_version, max_threads=max_threads, memcheck=memcheck,
     )
     return Kernel(pipeline, dev)

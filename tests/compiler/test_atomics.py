@@ -201,3 +201,49 @@ def test_int64_offsets():
     out = poison(n, np.float32)
     k(x, out, 2**33, n, grid=1)
     np.testing.assert_array_equal(out, x)
+
+
+@triton.jit
+def last_block_sum_kernel(x, partial, counter, out, n_blocks, BLOCK: tl.constexpr):
+    # "Last block reduces": each program stores its partial sum, then takes a ticket (release:
+    # its store is visible before the ticket; acquire: the last one sees every partial).
+    pid = tl.program_id(0)
+    offs = pid * BLOCK + tl.arange(0, BLOCK)
+    tl.store(partial + pid, tl.sum(tl.load(x + offs), axis=0))
+    ticket = tl.atomic_add(counter, 1, sem="acq_rel")
+    if ticket == n_blocks - 1:
+        total = tl.sum(tl.load(partial + tl.arange(0, 16)), axis=0)
+        tl.store(out, total)
+
+
+@pytest.mark.parametrize("sem, fenced", [("acq_rel", True), ("release", True), ("acquire", True), ("relaxed", False)])
+def test_acquire_release_atomics_use_device_scope_fences(sem, fenced):
+    # Issue 11 finding 4: device-scope fences around acquire/release atomics (MSL 3.2).
+    @triton.jit
+    def k_sem(counter, SEM: tl.constexpr):
+        tl.atomic_add(counter, 1, sem=SEM)
+
+    k = compile_kernel(k_sem, {"counter": "*i32", "SEM": "constexpr"}, {"SEM": sem}, 2)
+    assert ("TMPS_DEVICE_FENCE();" in k.cm.msl) == fenced
+    counter = np.zeros(1, np.int32)
+    k(counter, grid=5)
+    assert counter[0] == 5
+
+
+@pytest.mark.parametrize("device", ["sim", "metal-emu"])
+def test_last_block_reduction(device, rng):
+    import triton_mps
+
+    if device == "metal-emu" and not any(d.is_emulated for d in triton_mps.devices()):
+        pytest.skip("built without the emulated Metal device")
+    k = compile_kernel(last_block_sum_kernel, {"x": "*fp32", "partial": "*fp32", "counter": "*i32", "out": "*fp32",
+                                               "n_blocks": "i32", "BLOCK": "constexpr"}, {"BLOCK": 64}, 2,
+                       device=triton_mps.get_device(device))
+    x = rng.standard_normal(16 * 64).astype(np.float32)
+    partial = poison(16, np.float32)
+    counter = np.zeros(1, np.int32)
+    out = poison(1, np.float32)
+    k(x, partial, counter, out, 16, grid=16)
+    triton_mps.get_device(device).synchronize()
+    assert counter[0] == 16
+    np.testing.assert_allclose(out[0], x.sum(), rtol=1e-4, atol=1e-3)

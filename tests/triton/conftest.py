@@ -56,4 +56,6 @@ def mps_driver():
 
     if not isinstance(driver.active, MPSDriver):
         driver.set_active(MPSDriver())
+    if os.environ.get("TRITON_MPS_DEVICE", "").lower() in ("metal-emu", "emu", "emulated"):
+        assert driver.active.config["is_emulated"], "TRITON_MPS_DEVICE asks for the emulated Metal device"
     return driver.active

@@ -63,8 +63,10 @@ def kernel(mps_driver):
 
 @pytest.fixture
 def sim_only(mps_driver):
-    if not mps_driver.config["is_simulator"]:
-        pytest.skip("CPU tensors are the simulator's inputs")
+    # CPU tensors: the simulator's inputs; on Metal they are wrapped page-rounded (issue 11),
+    # exercised on the emulated Metal device, not yet confirmed on a Mac.
+    if not (mps_driver.config["is_simulator"] or mps_driver.config["is_emulated"]):
+        pytest.skip("CPU tensors on a real Metal device: not yet confirmed on hardware")
 
 
 def inputs(n, rng):

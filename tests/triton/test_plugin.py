@@ -189,7 +189,8 @@ def test_driver_basics(mps_driver):
 
     assert mps_driver.get_current_stream(mps_driver.get_current_device()) == 0
     dev = mps_driver.get_active_torch_device()
-    assert dev.type == ("cpu" if mps_driver.config["is_simulator"] else "mps")
+    host = mps_driver.config["is_simulator"] or mps_driver.config["is_emulated"]
+    assert dev.type == ("cpu" if host else "mps")
     assert mps_driver.map_python_to_cpp_type("*fp16") == "device half*"
     assert mps_driver.map_python_to_cpp_type("i64") == "long"
     pool = mps_driver.memory_pool()

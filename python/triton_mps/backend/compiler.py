@@ -71,6 +71,34 @@ def debug_enabled() -> bool:
 MAX_THREADS_PER_THREADGROUP = 1024  # every Apple GPU family
 
 
+
+THREADS_MARKER = "// triton-mps: threads_per_threadgroup="
+
+
+def threads_marker(threads: int) -> str:
+    """The MSL comment line telling load_binary the kernel's threadgroup size."""
+    return f"{THREADS_MARKER}{threads}\n"
+
+
+def msl_version_for(msl: str, available: str) -> str:
+    """The MSL version to compile `msl` with: 3.2 when it uses device-scope fences
+    (acquire/release atomics) and the OS has 3.2, else 3.1 (the fences compile to nothing)."""
+    def as_tuple(v: str) -> tuple[int, ...]:
+        return tuple(int(p) for p in v.split(".") if p.isdigit())
+
+    if "TMPS_DEVICE_FENCE()" in msl and as_tuple(available) >= (3, 2):
+        return "3.2"
+    return "3.1"
+
+
+def threads_from_msl(msl: str) -> int:
+    """The threadgroup size recorded by threads_marker, 0 if absent (hand-written MSL)."""
+    at = msl.rfind(THREADS_MARKER)
+    if at < 0:
+        return 0
+    digits = msl[at + len(THREADS_MARKER):].split("\n", 1)[0].strip()
+    return int(digits) if digits.isdigit() else 0
+
 class TooManyThreads(OutOfResources, ValueError):
     """num_warps * 32 over Metal's threadgroup limit: OutOfResources, so that autotuning prunes
     the config (it is raised while options are parsed, inside the autotuner's benchmark), and a
@@ -383,10 +411,12 @@ class MPSBackend(BaseBackend):
             metadata["name"] = compiled.name
             metadata["shared"] = compiled.shared
             metadata["tmps_args"] = compiled.to_metadata()
-            texts["msl"] = compiled.msl
+            # The threadgroup size travels with the MSL (Triton's load_binary gets only the binary):
+            # the driver gives it to Metal's pipeline descriptor. Last line: MSL line numbers stay.
+            texts["msl"] = compiled.msl.rstrip("\n") + "\n" + threads_marker(options.num_warps * THREADS_PER_SIMDGROUP)
             if debug_enabled():
                 metadata["tmps_debug_dir"] = str(_write_debug(compiled.name, metadata["hash"], texts))
-            return compiled.msl
+            return texts["msl"]
 
         def make_metal(src_msl, metadata):
             return src_msl.encode("utf-8")

@@ -39,7 +39,7 @@ GPU_CORES = {
     "M2 Ultra": 76, "M2 Max": 38, "M2 Pro": 19, "M2": 10,
     "M3 Ultra": 80, "M3 Max": 40, "M3 Pro": 18, "M3": 10,
     "M4 Max": 40, "M4 Pro": 20, "M4": 10,
-    "M5": 10,
+    "M5 Max": 40, "M5 Pro": 20, "M5": 10,
 }
 # Memory bus width in bits by tier (LPDDR5/5X), for roofline arithmetic in tutorials.
 BUS_WIDTH = {"Ultra": 1024, "Max": 512, "Pro": 256}
@@ -288,7 +288,11 @@ class MPSUtils:
 
             raise OutOfResources(shared, limit, f"shared memory (threadgroup memory of kernel '{name}')")
         source = kernel.decode("utf-8") if isinstance(kernel, (bytes, bytearray)) else kernel
-        pipeline = dev.compile(source, name, math_mode="safe", strict=True, label=name)
+        from .compiler import msl_version_for, threads_from_msl
+
+        pipeline = dev.compile(source, name, math_mode="safe", strict=True, label=name,
+                               max_threads=threads_from_msl(source),
+                               language_version=msl_version_for(source, dev.info.get("msl_version", "3.1")))
         function = _core().TritonFunction(dev, pipeline)
         # Registers and spills are not reported by Metal; 0 keeps tutorials' arithmetic harmless.
         return function, function, 0, 0, pipeline.max_total_threads_per_threadgroup
@@ -513,7 +517,9 @@ class MPSDriver(DriverBase):
     def get_active_torch_device(self):
         import torch
 
-        return torch.device("cpu") if _device(self.get_current_device()).is_simulator else torch.device("mps")
+        dev = _device(self.get_current_device())
+        # The emulated Metal device (Linux) takes CPU tensors, like the simulator.
+        return torch.device("cpu") if dev.is_simulator or dev.is_emulated else torch.device("mps")
 
     def get_device_interface(self):
         return MPSDeviceInterface
@@ -551,6 +557,7 @@ class MPSDriver(DriverBase):
             "device": dev.name,
             "device_index": self.get_current_device(),
             "is_simulator": dev.is_simulator,
+            "is_emulated": dev.is_emulated,
             "target": self.get_current_target(),
             "launch_sync": os.environ.get("TRITON_MPS_LAUNCH_SYNC", "1"),
             "pool": dev.pool_config(),

@@ -331,6 +331,18 @@ def _cas_call(ctx: LoweringContext, op: Op, ety: ScalarType, ptr: str, cmp: str,
     ctx.error(op, f"atomic_cas on {ety}: only 16- and 32-bit types are supported")
 
 
+DEVICE_FENCE_KEY = "TMPS_DEVICE_FENCE"
+# Device-scope ordering for acquire/release atomics (issue 11). MSL 3.2 (macOS 15) has
+# device-scope fences; the driver compiles with 3.2 where the OS has it. Below 3.2 there is no
+# device-scope fence: acquire/release between threadgroups is then not guaranteed (a documented
+# limit, see docs/mac-checklist.md).
+DEVICE_FENCE_HELPER = """#if __METAL_VERSION__ >= 320
+#define TMPS_DEVICE_FENCE() atomic_thread_fence(mem_flags::mem_device, memory_order_seq_cst, thread_scope_device)
+#else
+#define TMPS_DEVICE_FENCE() ((void)0)
+#endif"""
+
+
 def _atomic(ctx: LoweringContext, op: Op, make_call) -> None:
     """Run `make_call(r)` in owning threads (under the mask), share results with duplicates."""
     ptr = op.operands[0]
@@ -361,12 +373,21 @@ def _atomic(ctx: LoweringContext, op: Op, make_call) -> None:
     # must cover the whole program: a release waits until every thread's device writes are done
     # (a lock's release must not overtake the stores it protects); an acquire precedes every
     # thread's later device accesses. Metal device atomics themselves are relaxed.
+    # The barrier orders memory within this threadgroup only; other threadgroups (a lock, a
+    # "last block" counter) need device-scope fences around the atomic: TMPS_DEVICE_FENCE.
     sem = next((s for s in ("acq_rel", "release", "acquire", "relaxed") if f" {s}," in op.text), "acq_rel")
-    if not is_tensor and sem in ("acq_rel", "release"):
+    release, acquire = sem in ("acq_rel", "release"), sem in ("acq_rel", "acquire")
+    if release or acquire:
+        e.helper(DEVICE_FENCE_KEY, DEVICE_FENCE_HELPER)
+    if not is_tensor and release:
         e.line("threadgroup_barrier(mem_flags::mem_device);")
     with e.guarded(owner):
+        if release:
+            e.line("TMPS_DEVICE_FENCE();")
         body()
-    if not is_tensor and sem in ("acq_rel", "acquire"):
+        if acquire:
+            e.line("TMPS_DEVICE_FENCE();")
+    if not is_tensor and acquire:
         e.line("threadgroup_barrier(mem_flags::mem_device);")
     if not is_tensor:
         if used:

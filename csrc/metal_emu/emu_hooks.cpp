@@ -1,0 +1,145 @@
+// Test hooks: see emu_hooks.h.
+#include "metal_emu/emu_hooks.h"
+
+#include <Metal/Metal.hpp>
+
+#include "metal_emu/metal_objects.h"
+#include "metal_emu/objc_runtime.h"
+
+extern "C" MTL::Device* MTLCreateSystemDefaultDevice();
+
+namespace tmps::emu {
+
+std::map<std::string, long> hook_stats() {
+  EmuCounters c = emu_counters();
+  ObjectStats o = object_stats();
+  long live = 0;
+  for (const auto& [name, n] : o.live) live += n;
+  return {{"command_buffers_committed", c.command_buffers_committed},
+          {"dispatches", c.dispatches},
+          {"counter_sample_buffers", c.counter_sample_buffers},
+          {"archive_serializations", c.archive_serializations},
+          {"pipelines_built", c.pipelines_built},
+          {"pipelines_from_archive", c.pipelines_from_archive},
+          {"command_buffers_with_error_options", c.command_buffers_with_error_options},
+          {"objects_allocated", o.allocated},
+          {"objects_deallocated", o.deallocated},
+          {"objects_live", live},
+          {"autorelease_without_pool", o.autorelease_without_pool}};
+}
+
+std::map<std::string, long> hook_live_objects() { return object_stats().live; }
+std::vector<std::string> hook_violations() { return violations(); }
+void hook_clear_violations() { clear_violations(); }
+void hook_set_unhinted_thread_limit(uint32_t limit) { set_unhinted_thread_limit(limit); }
+void hook_hold_queues(bool hold) { hold_queues(hold); }
+
+uintptr_t hook_new_buffer(uint64_t bytes, bool private_storage) {
+  MTL::Device* device = MTLCreateSystemDefaultDevice();
+  auto options = private_storage ? MTL::ResourceStorageModePrivate : MTL::ResourceStorageModeShared;
+  MTL::Buffer* b = device->newBuffer(bytes, options);
+  device->release();
+  return reinterpret_cast<uintptr_t>(b);
+}
+
+uintptr_t hook_new_foreign_buffer(uint64_t bytes) {
+  static id other = new_emulated_device("Apple M1 (emulated, second GPU)", 0x200000002ull);  // lives forever
+  auto* device = reinterpret_cast<MTL::Device*>(other);
+  return reinterpret_cast<uintptr_t>(device->newBuffer(bytes, MTL::ResourceStorageModeShared));
+}
+
+void hook_release(uintptr_t object) { from_id(reinterpret_cast<void*>(object))->release(); }
+
+uintptr_t hook_buffer_memory(uintptr_t buffer) { return reinterpret_cast<uintptr_t>(emu_buffer_memory(reinterpret_cast<void*>(buffer))); }
+
+}  // namespace tmps::emu
+
+namespace tmps::emu {
+namespace {
+
+// One misuse of the Metal API per name, done through metal-cpp exactly as our code would.
+void misuse(const std::string& name) {
+  MTL::Device* device = MTLCreateSystemDefaultDevice();
+  NS::AutoreleasePool* pool = NS::AutoreleasePool::alloc()->init();
+  MTL::CommandQueue* queue = device->newCommandQueue();
+  MTL::Buffer* buffer = device->newBuffer(256, MTL::ResourceStorageModeShared);
+  auto cleanup = [&] {
+    buffer->release();
+    queue->release();
+    pool->release();
+    device->release();
+  };
+  try {
+    if (name == "encode_after_commit") {
+      MTL::CommandBuffer* cb = queue->commandBuffer();
+      cb->commit();
+      cb->computeCommandEncoder();
+    } else if (name == "two_open_encoders") {
+      MTL::CommandBuffer* cb = queue->commandBuffer();
+      cb->computeCommandEncoder();
+      cb->computeCommandEncoder();
+    } else if (name == "commit_with_open_encoder") {
+      MTL::CommandBuffer* cb = queue->commandBuffer();
+      cb->computeCommandEncoder();
+      cb->commit();
+    } else if (name == "commit_twice") {
+      MTL::CommandBuffer* cb = queue->commandBuffer();
+      cb->commit();
+      cb->commit();
+    } else if (name == "handler_after_commit") {
+      MTL::CommandBuffer* cb = queue->commandBuffer();
+      cb->commit();
+      cb->addCompletedHandler([](MTL::CommandBuffer*) {});
+    } else if (name == "offset_equal_to_length") {
+      MTL::CommandBuffer* cb = queue->commandBuffer();
+      MTL::ComputeCommandEncoder* enc = cb->computeCommandEncoder();
+      enc->setBuffer(buffer, 256, 0);
+    } else if (name == "unaligned_no_copy") {
+      alignas(64) static char memory[64];
+      device->newBuffer(memory, 64, MTL::ResourceStorageModeShared, nullptr);
+    } else if (name == "threadgroup_memory_not_16") {
+      MTL::CommandBuffer* cb = queue->commandBuffer();
+      MTL::ComputeCommandEncoder* enc = cb->computeCommandEncoder();
+      enc->setThreadgroupMemoryLength(24, 0);
+    } else if (name == "threadgroup_memory_over_32k") {
+      MTL::CommandBuffer* cb = queue->commandBuffer();
+      MTL::ComputeCommandEncoder* enc = cb->computeCommandEncoder();
+      enc->setThreadgroupMemoryLength(32768 + 16, 0);
+    } else if (name == "over_release") {
+      MTL::Buffer* b = device->newBuffer(16, MTL::ResourceStorageModeShared);
+      b->release();
+      b->release();
+    } else if (name == "message_to_released") {
+      MTL::Buffer* b = device->newBuffer(16, MTL::ResourceStorageModeShared);
+      b->release();
+      b->length();
+    } else if (name == "private_contents") {
+      MTL::Buffer* b = device->newBuffer(16, MTL::ResourceStorageModePrivate);
+      void* p = b->contents();
+      b->release();
+      if (p) violation("contents() of a private buffer was not NULL");
+      cleanup();
+      return;
+    } else {
+      cleanup();
+      throw std::invalid_argument("unknown misuse '" + name + "'");
+    }
+  } catch (...) {
+    cleanup();
+    throw;
+  }
+  cleanup();
+}
+
+}  // namespace
+
+std::string hook_misuse(const std::string& name) {
+  try {
+    misuse(name);
+  } catch (const ValidationError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace tmps::emu

@@ -1,0 +1,934 @@
+// Emulated Metal objects: see metal_objects.h, and RULES.md for the validation rules enforced.
+#include "metal_emu/metal_objects.h"
+
+#include <Metal/Metal.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <fstream>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "device.h"
+#include "metal_emu/blocks.h"
+#include "metal_emu/foundation.h"
+#include "msl_frontend.h"
+#include "sha256.h"
+
+namespace tmps::emu {
+namespace {
+
+constexpr size_t kPage = 16384;               // Apple silicon VM page
+constexpr uint64_t kMaxThreadgroupMemory = 32768;
+constexpr uint32_t kMaxThreads = 1024;
+constexpr unsigned long kMaxBufferIndex = 31;
+constexpr size_t kMaxSetBytes = 4096;
+
+// Never destroyed: a queue thread may still finish a command buffer while statics are torn down.
+std::mutex& g_mu = *new std::mutex;
+EmuCounters g_counters;
+uint32_t g_unhinted_limit = kMaxThreads;
+bool g_hold = false;
+std::condition_variable& g_hold_cv = *new std::condition_variable;
+
+void count(long EmuCounters::*field) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  ++(g_counters.*field);
+}
+
+double now_seconds() {
+  using namespace std::chrono;
+  return duration<double>(steady_clock::now().time_since_epoch()).count();
+}
+uint64_t now_ns() { return static_cast<uint64_t>(now_seconds() * 1e9); }
+
+template <class T>
+EmuObject* alloc_plain(EmuClass* cls) {
+  return new T(cls);
+}
+
+template <class T>
+T* as_required(const void* object, const char* what) {
+  T* t = as<T>(object);
+  if (!t) violation(std::string(what) + " must not be nil");
+  return t;
+}
+
+// --- buffers ----------------------------------------------------------------------------------
+
+class EmuBuffer : public EmuObject {
+ public:
+  EmuBuffer(id device, void* memory, size_t length, unsigned long options, bool owned, const void* deallocator)
+      : EmuObject(emu_class_named("MTLEmuBuffer")), device_(device), memory_(memory), length_(length), options_(options),
+        owned_(owned), deallocator_(deallocator ? Block1(deallocator) : Block1()) {}
+  void* contents() { return storage_mode() == MTL::StorageModePrivate ? nullptr : memory_; }
+  unsigned long length() { return length_; }
+  unsigned long storage_mode() { return (options_ >> 4) & 0xf;  // MTLResourceStorageModeShift = 4
+  ; }
+  void* memory() const { return memory_; }  // the emulation's own access, also for private buffers
+  id device() { return device_; }
+
+ protected:
+  void dealloc() override {
+    if (owned_) std::free(memory_);
+    memory_ = nullptr;
+  }
+
+ private:
+  id device_;  // not retained (a buffer does not keep its device alive in this emulation)
+  void* memory_;
+  size_t length_;
+  unsigned long options_;
+  bool owned_;
+  Block1 deallocator_;  // Metal calls it when the no-copy buffer goes; we never need to
+};
+
+// --- compile options, library, function -------------------------------------------------------
+
+class EmuCompileOptions : public EmuObject {
+ public:
+  using EmuObject::EmuObject;
+  void set_math_mode(long m) { math_mode = m; }
+  void set_math_functions(long) {}
+  void set_fast_math(bool on) { math_mode = on ? 2 : 0; }
+  void set_language_version(unsigned long v) { language_version = v; }
+  void set_macros(const void* dict) {}  // the simulator gets macros through the source
+  long math_mode = 2;  // Metal's default is fast math
+  unsigned long language_version = 0;
+};
+
+std::string version_text(unsigned long v) { return std::to_string(v >> 16) + "." + std::to_string(v & 0xffff); }
+
+class EmuLibrary;
+
+class EmuFunction : public EmuObject {
+ public:
+  EmuFunction(EmuLibrary* lib, std::string name);
+  unsigned long function_type() { return MTL::FunctionTypeKernel; }
+  EmuLibrary* library() const { return library_.get(); }
+  const std::string& name() const { return name_; }
+
+ private:
+  Strong<EmuLibrary> library_;
+  std::string name_;
+};
+
+class EmuLibrary : public EmuObject {
+ public:
+  EmuLibrary(std::string source, CompileOptions options, std::vector<std::string> names)
+      : EmuObject(emu_class_named("MTLEmuLibrary")), source(std::move(source)), options(std::move(options)),
+        names_(std::move(names)) {}
+  id new_function(const void* name) {
+    std::string n = string_of(name);
+    if (std::find(names_.begin(), names_.end(), n) == names_.end()) return nullptr;
+    return (new EmuFunction(this, n))->self_id();
+  }
+  id function_names() {
+    std::vector<EmuObject*> items;
+    for (const auto& n : names_) items.push_back(from_id(make_string(n)));
+    return (new NSArrayEmu(std::move(items)))->autorelease()->self_id();
+  }
+  const std::string source;
+  const CompileOptions options;
+
+ private:
+  std::vector<std::string> names_;
+};
+
+EmuFunction::EmuFunction(EmuLibrary* lib, std::string name)
+    : EmuObject(emu_class_named("MTLEmuFunction")), library_(lib), name_(std::move(name)) {}
+
+// --- pipelines and the binary archive ---------------------------------------------------------
+
+class EmuPipelineDescriptor : public EmuObject {
+ public:
+  using EmuObject::EmuObject;
+  void set_function(const void* f) { function = Strong<EmuFunction>(as<EmuFunction>(f)); }
+  void set_label(const void* s) { label = string_of(s); }
+  void set_archives(const void* array) { archives = Strong<NSArrayEmu>(as<NSArrayEmu>(array)); }
+  void set_max_threads(unsigned long n) { max_threads = n; }
+  unsigned long get_max_threads() { return max_threads; }
+  // What identifies the compiled GPU binary (the archive's key).
+  std::string key() const {
+    EmuLibrary* lib = function.get()->library();
+    return sha256_hex(lib->source + "\n" + lib->options.key() + "\n" + function->name() + "\n" +
+                      std::to_string(max_threads));
+  }
+  Strong<EmuFunction> function;
+  Strong<NSArrayEmu> archives;
+  std::string label;
+  unsigned long max_threads = 0;
+};
+
+class EmuPipelineState : public EmuObject {
+ public:
+  EmuPipelineState(id device, std::shared_ptr<Pipeline> sim, uint32_t max_threads)
+      : EmuObject(emu_class_named("MTLEmuComputePipelineState")), device_(device), sim_(std::move(sim)),
+        max_threads_(max_threads) {}
+  unsigned long max_total_threads() { return max_threads_; }
+  unsigned long execution_width() { return 32; }
+  unsigned long static_tg_memory() { return sim_->static_threadgroup_memory(); }
+  id device() { return device_; }
+  const std::shared_ptr<Pipeline>& sim() const { return sim_; }
+
+ private:
+  id device_;  // not retained: a pipeline never outlives its device in Metal's model either
+  std::shared_ptr<Pipeline> sim_;
+  uint32_t max_threads_;
+};
+
+class EmuArchiveDescriptor : public EmuObject {
+ public:
+  using EmuObject::EmuObject;
+  void set_url(const void* url) { path = url_path(url); }
+  std::string path;
+};
+
+class EmuArchive : public EmuObject {
+ public:
+  explicit EmuArchive(std::set<std::string> keys)
+      : EmuObject(emu_class_named("MTLEmuBinaryArchive")), keys_(std::move(keys)) {}
+  bool add_functions(const void* desc, void* error) {
+    auto* d = as_required<EmuPipelineDescriptor>(desc, "addComputePipelineFunctionsWithDescriptor: descriptor");
+    std::lock_guard<std::mutex> lock(mu_);
+    keys_.insert(d->key());
+    return true;
+  }
+  bool serialize(const void* url, void* error) {
+    count(&EmuCounters::archive_serializations);
+    std::ofstream out(url_path(url), std::ios::trunc);
+    out << "tmps-emu-archive-v1\n";
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& k : keys_) out << k << "\n";
+    out.flush();
+    if (!out) {
+      set_error(error, "could not write the archive");
+      return false;
+    }
+    return true;
+  }
+  bool contains(const std::string& key) {
+    std::lock_guard<std::mutex> lock(mu_);
+    return keys_.count(key) != 0;
+  }
+
+ private:
+  std::mutex mu_;
+  std::set<std::string> keys_;
+};
+
+// --- counters ---------------------------------------------------------------------------------
+
+class EmuCounterSet : public EmuObject {
+ public:
+  EmuCounterSet() : EmuObject(emu_class_named("MTLEmuCounterSet")), name_(new NSStringEmu("timestamp"), true) {}
+  id name() { return name_->self_id(); }
+
+ private:
+  Strong<NSStringEmu> name_;
+};
+
+class EmuCounterSampleBufferDescriptor : public EmuObject {
+ public:
+  using EmuObject::EmuObject;
+  void set_counter_set(const void* s) { counter_set = Strong<EmuCounterSet>(as<EmuCounterSet>(s)); }
+  void set_sample_count(unsigned long n) { samples = n; }
+  void set_storage_mode(unsigned long) {}
+  Strong<EmuCounterSet> counter_set;
+  unsigned long samples = 0;
+};
+
+class EmuCounterSampleBuffer : public EmuObject {
+ public:
+  explicit EmuCounterSampleBuffer(unsigned long n)
+      : EmuObject(emu_class_named("MTLEmuCounterSampleBuffer")), samples_(n, MTL::CounterErrorValue) {}
+  id resolve(NS::Range range) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (range.location + range.length > samples_.size()) violation("resolveCounterRange: range past the sample count");
+    std::vector<unsigned char> bytes(range.length * sizeof(uint64_t));
+    std::memcpy(bytes.data(), samples_.data() + range.location, bytes.size());
+    return (new NSDataEmu(std::move(bytes)))->autorelease()->self_id();
+  }
+  void write(unsigned long index, uint64_t value) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (index < samples_.size()) samples_[index] = value;
+  }
+  unsigned long size() const { return samples_.size(); }
+
+ private:
+  std::mutex mu_;
+  std::vector<uint64_t> samples_;
+};
+
+class EmuAttachment : public EmuObject {
+ public:
+  EmuAttachment() : EmuObject(emu_class_named("MTLEmuComputePassSampleBufferAttachmentDescriptor")) {}
+  void set_buffer(const void* b) { buffer = Strong<EmuCounterSampleBuffer>(as<EmuCounterSampleBuffer>(b)); }
+  void set_start(unsigned long i) { start = i; }
+  void set_end(unsigned long i) { end = i; }
+  Strong<EmuCounterSampleBuffer> buffer;
+  unsigned long start = MTL::CounterDontSample, end = MTL::CounterDontSample;
+};
+
+class EmuAttachmentArray : public EmuObject {
+ public:
+  EmuAttachmentArray() : EmuObject(emu_class_named("MTLEmuComputePassSampleBufferAttachmentDescriptorArray")) {}
+  id at(unsigned long i) {
+    if (i >= 4) violation("sampleBufferAttachments index " + std::to_string(i) + " out of range (4 attachments)");
+    while (items_.size() <= i) items_.emplace_back(new EmuAttachment, true);
+    return items_[i]->self_id();
+  }
+  EmuAttachment* first() { return items_.empty() ? nullptr : items_[0].get(); }
+
+ private:
+  std::vector<Strong<EmuAttachment>> items_;
+};
+
+class EmuPassDescriptor : public EmuObject {
+ public:
+  explicit EmuPassDescriptor(EmuClass* cls) : EmuObject(cls), attachments_(new EmuAttachmentArray, true) {}
+  id attachments() { return attachments_->self_id(); }
+  EmuAttachment* attachment() { return attachments_->first(); }
+
+ private:
+  Strong<EmuAttachmentArray> attachments_;
+};
+
+// --- command buffers and encoders -------------------------------------------------------------
+
+struct Command {
+  Strong<EmuPipelineState> pipeline;
+  struct Bound {
+    EmuBuffer* buffer = nullptr;  // retained only when the command buffer retains references
+    unsigned long offset = 0;
+    std::vector<uint8_t> bytes;
+    bool is_bytes = false;
+  };
+  std::map<unsigned long, Bound> buffers;
+  std::map<unsigned long, unsigned long> threadgroup_memory;
+  MTL::Size groups, threads;
+};
+
+struct Pass {
+  std::vector<Command> commands;
+  Strong<EmuCounterSampleBuffer> samples;
+  unsigned long start_index = MTL::CounterDontSample, end_index = MTL::CounterDontSample;
+};
+
+class EmuCommandBuffer;
+
+class EmuEncoder : public EmuObject {
+ public:
+  EmuEncoder(EmuCommandBuffer* cb, Pass pass) : EmuObject(emu_class_named("MTLEmuComputeCommandEncoder")), cb_(cb), pass_(std::move(pass)) {}
+  void set_pipeline(const void* p);
+  void set_buffer(const void* buffer, unsigned long offset, unsigned long index);
+  void set_bytes(const void* bytes, unsigned long length, unsigned long index);
+  void set_tg_memory(unsigned long length, unsigned long index);
+  void dispatch(MTL::Size groups, MTL::Size threads);
+  void end_encoding();
+  void set_label(const void*) { check_open("setLabel:"); }
+
+ private:
+  void check_open(const char* what) {
+    if (ended_) violation(std::string("-[MTLComputeCommandEncoder ") + what + "] after endEncoding");
+  }
+  EmuCommandBuffer* cb_;  // the command buffer outlives its encoder's encoding phase
+  Pass pass_;
+  Command current_;
+  bool ended_ = false;
+};
+
+class EmuQueue;
+
+class EmuCommandBuffer : public EmuObject {
+ public:
+  EmuCommandBuffer(EmuQueue* queue, bool retained, unsigned long error_options)
+      : EmuObject(emu_class_named("MTLEmuCommandBuffer")), queue_(queue), retained_(retained),
+        error_options_(error_options) {
+    if (error_options_) count(&EmuCounters::command_buffers_with_error_options);
+  }
+  id compute_encoder() { return open_encoder(Pass{}); }
+  id compute_encoder_with(const void* desc) {
+    auto* d = as_required<EmuPassDescriptor>(desc, "computeCommandEncoderWithDescriptor: descriptor");
+    Pass pass;
+    if (EmuAttachment* a = d->attachment(); a && a->buffer) {
+      pass.samples = a->buffer;
+      pass.start_index = a->start;
+      pass.end_index = a->end;
+      for (unsigned long i : {a->start, a->end})
+        if (i != MTL::CounterDontSample && i >= a->buffer->size())
+          violation("sample index " + std::to_string(i) + " past the counter sample buffer's " +
+                    std::to_string(a->buffer->size()) + " samples");
+    }
+    return open_encoder(std::move(pass));
+  }
+  void add_completed_handler(const void* block) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (status_ >= MTL::CommandBufferStatusCommitted)
+      violation("addCompletedHandler: called after commit");
+    handlers_.emplace_back(block);
+  }
+  void commit();
+  void wait_until_completed() {
+    std::unique_lock<std::mutex> lock(mu_);
+    if (status_ < MTL::CommandBufferStatusCommitted) violation("waitUntilCompleted on a command buffer that was never committed");
+    cv_.wait(lock, [&] { return status_ >= MTL::CommandBufferStatusCompleted; });
+  }
+  unsigned long status() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return status_;
+  }
+  id error() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return error_ ? error_->self_id() : nullptr;
+  }
+  double gpu_start() { return gpu_start_; }
+  double gpu_end() { return gpu_end_; }
+  void set_label(const void*) {}
+
+  // Encoder protocol.
+  void encoder_ended(Pass pass) {
+    passes_.push_back(std::move(pass));
+    encoder_open_ = false;
+  }
+  bool retains() const { return retained_; }
+  void execute();  // on the queue's thread
+
+ protected:
+  void dealloc() override;
+
+ private:
+  id open_encoder(Pass pass) {
+    if (status() >= MTL::CommandBufferStatusCommitted) violation("encoder created on a committed command buffer");
+    if (encoder_open_) violation("a new encoder was created while another encoder of the command buffer is still encoding");
+    encoder_open_ = true;
+    return (new EmuEncoder(this, std::move(pass)))->autorelease()->self_id();
+  }
+  void run_pass(Pass& pass);
+
+  EmuQueue* queue_;
+  bool retained_;
+  const unsigned long error_options_;
+  bool encoder_open_ = false;
+  std::vector<Pass> passes_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  unsigned long status_ = MTL::CommandBufferStatusNotEnqueued;
+  Strong<NSErrorEmu> error_;
+  std::vector<Block1> handlers_;
+  double gpu_start_ = 0, gpu_end_ = 0;
+};
+
+class EmuCommandBufferDescriptor : public EmuObject {
+ public:
+  using EmuObject::EmuObject;
+  void set_retained(bool r) { retained = r; }
+  void set_error_options(unsigned long o) { error_options = o; }
+  bool retained = true;
+  unsigned long error_options = 0;
+};
+
+// The queue executes committed command buffers in commit order on its own thread.
+class EmuQueue : public EmuObject {
+ public:
+  EmuQueue() : EmuObject(emu_class_named("MTLEmuCommandQueue")), state_(std::make_shared<State>()) {
+    std::thread([s = state_] { run(s); }).detach();
+  }
+  id command_buffer_with(const void* desc) {
+    auto* d = as_required<EmuCommandBufferDescriptor>(desc, "commandBufferWithDescriptor: descriptor");
+    return (new EmuCommandBuffer(this, d->retained, d->error_options))->autorelease()->self_id();
+  }
+  id command_buffer() { return (new EmuCommandBuffer(this, true, 0))->autorelease()->self_id(); }
+  void enqueue(EmuCommandBuffer* cb) {
+    cb->retain();  // Metal keeps a committed command buffer alive until it completed
+    std::lock_guard<std::mutex> lock(state_->mu);
+    state_->pending.push_back(cb);
+    state_->cv.notify_all();
+  }
+
+ protected:
+  void dealloc() override {
+    std::lock_guard<std::mutex> lock(state_->mu);
+    state_->stop = true;
+    state_->cv.notify_all();
+  }
+
+ private:
+  struct State {
+    std::mutex mu;
+    std::condition_variable cv;
+    std::deque<EmuCommandBuffer*> pending;
+    bool stop = false;
+  };
+  static void run(std::shared_ptr<State> s) {
+    for (;;) {
+      EmuCommandBuffer* cb = nullptr;
+      {
+        std::unique_lock<std::mutex> lock(s->mu);
+        s->cv.wait(lock, [&] { return s->stop || !s->pending.empty(); });
+        if (s->pending.empty()) return;
+        cb = s->pending.front();
+        s->pending.pop_front();
+      }
+      {
+        std::unique_lock<std::mutex> lock(g_mu);
+        g_hold_cv.wait(lock, [] { return !g_hold; });
+      }
+      push_autorelease_pool(nullptr);
+      cb->execute();
+      cb->release();
+      pop_autorelease_pool(nullptr);
+    }
+  }
+  std::shared_ptr<State> state_;
+};
+
+// --- encoder ----------------------------------------------------------------------------------
+
+void EmuEncoder::set_pipeline(const void* p) {
+  check_open("setComputePipelineState:");
+  current_.pipeline = Strong<EmuPipelineState>(as_required<EmuPipelineState>(p, "setComputePipelineState: state"));
+}
+
+void EmuEncoder::set_buffer(const void* buffer, unsigned long offset, unsigned long index) {
+  check_open("setBuffer:offset:atIndex:");
+  if (index >= kMaxBufferIndex) violation("setBuffer: index " + std::to_string(index) + " >= 31");
+  Command::Bound b;
+  if (buffer) {
+    b.buffer = as<EmuBuffer>(buffer);
+    if (offset >= b.buffer->length())
+      violation("setBuffer:offset:atIndex: offset " + std::to_string(offset) + " must be < the buffer's length (" +
+                std::to_string(b.buffer->length()) + ") at index " + std::to_string(index));
+    if (cb_->retains()) b.buffer->retain();
+  }
+  b.offset = offset;
+  auto it = current_.buffers.find(index);
+  if (it != current_.buffers.end() && it->second.buffer && cb_->retains()) it->second.buffer->release();
+  current_.buffers[index] = b;
+}
+
+void EmuEncoder::set_bytes(const void* bytes, unsigned long length, unsigned long index) {
+  check_open("setBytes:length:atIndex:");
+  if (index >= kMaxBufferIndex) violation("setBytes: index " + std::to_string(index) + " >= 31");
+  if (length > kMaxSetBytes) violation("setBytes: length " + std::to_string(length) + " over 4 KiB; use a buffer");
+  Command::Bound b;
+  b.is_bytes = true;
+  b.bytes.assign(static_cast<const uint8_t*>(bytes), static_cast<const uint8_t*>(bytes) + length);
+  current_.buffers[index] = std::move(b);
+}
+
+void EmuEncoder::set_tg_memory(unsigned long length, unsigned long index) {
+  check_open("setThreadgroupMemoryLength:atIndex:");
+  if (length % 16 != 0) violation("setThreadgroupMemoryLength: " + std::to_string(length) + " is not a multiple of 16");
+  if (length > kMaxThreadgroupMemory)
+    violation("setThreadgroupMemoryLength: " + std::to_string(length) + " exceeds maxThreadgroupMemoryLength (32768)");
+  current_.threadgroup_memory[index] = length;
+}
+
+void EmuEncoder::dispatch(MTL::Size groups, MTL::Size threads) {
+  check_open("dispatchThreadgroups:threadsPerThreadgroup:");
+  if (!current_.pipeline) violation("dispatch without a compute pipeline state");
+  EmuPipelineState* p = current_.pipeline.get();
+  const unsigned long total = threads.width * threads.height * threads.depth;
+  if (total == 0) violation("threadsPerThreadgroup has a zero dimension");
+  if (total > p->max_total_threads())
+    violation("threadsPerThreadgroup " + std::to_string(total) + " exceeds the pipeline's maxTotalThreadsPerThreadgroup (" +
+              std::to_string(p->max_total_threads()) + ")");
+  unsigned long tg = p->static_tg_memory();
+  for (auto& [index, len] : current_.threadgroup_memory) tg += len;
+  if (tg > kMaxThreadgroupMemory)
+    violation("threadgroup memory " + std::to_string(tg) + " exceeds maxThreadgroupMemoryLength (32768)");
+  for (const ParamInfo& q : p->sim()->params()) {
+    if (q.kind != ParamInfo::Kind::Buffer) continue;
+    if (!current_.buffers.count(q.index))
+      violation("kernel '" + p->sim()->name() + "': no buffer bound at index " + std::to_string(q.index) + " ('" + q.name + "')");
+  }
+  Command c = current_;
+  if (cb_->retains())
+    for (auto& [i, b] : c.buffers)
+      if (b.buffer) b.buffer->retain();
+  c.groups = groups;
+  c.threads = threads;
+  pass_.commands.push_back(std::move(c));
+  count(&EmuCounters::dispatches);
+}
+
+void EmuEncoder::end_encoding() {
+  check_open("endEncoding");
+  ended_ = true;
+  if (cb_->retains())
+    for (auto& [i, b] : current_.buffers)
+      if (b.buffer) b.buffer->release();
+  current_.buffers.clear();
+  cb_->encoder_ended(std::move(pass_));
+}
+
+// --- command buffer ---------------------------------------------------------------------------
+
+void EmuCommandBuffer::commit() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (status_ >= MTL::CommandBufferStatusCommitted) violation("commit called twice on a command buffer");
+    if (encoder_open_) violation("command buffer committed while an encoder is still encoding (missing endEncoding)");
+    status_ = MTL::CommandBufferStatusCommitted;
+  }
+  count(&EmuCounters::command_buffers_committed);
+  queue_->enqueue(this);
+}
+
+void EmuCommandBuffer::run_pass(Pass& pass) {
+  std::shared_ptr<Device> sim = simulator_device();
+  if (pass.samples && pass.start_index != MTL::CounterDontSample) pass.samples->write(pass.start_index, now_ns());
+  std::unique_ptr<Batch> batch = sim->new_batch();
+  for (Command& c : pass.commands) {
+    Dispatch d;
+    d.pipeline = c.pipeline->sim();
+    for (auto& [index, b] : c.buffers) {
+      Binding bind;
+      bind.index = static_cast<uint32_t>(index);
+      if (b.is_bytes) {
+        bind.kind = Binding::Kind::Bytes;
+        bind.bytes = b.bytes;
+      } else if (b.buffer) {
+        if (b.buffer->is_zombie())
+          throw std::runtime_error("buffer at index " + std::to_string(index) +
+                                   " was deallocated before the command buffer completed (the command buffer does "
+                                   "not retain its resources: retainedReferences = NO)");
+        bind.buffer = sim->wrap_host_memory(b.buffer->memory(), b.buffer->length());
+        bind.offset = b.offset;
+      }
+      d.bindings.push_back(std::move(bind));
+    }
+    for (auto& [index, len] : c.threadgroup_memory) d.threadgroup_memory.emplace_back(uint32_t(index), uint32_t(len));
+    d.threadgroups = {uint32_t(c.groups.width), uint32_t(c.groups.height), uint32_t(c.groups.depth)};
+    d.threads_per_group = {uint32_t(c.threads.width), uint32_t(c.threads.height), uint32_t(c.threads.depth)};
+    batch->encode(d, nullptr);
+  }
+  batch->commit();
+  batch->wait();
+  if (pass.samples && pass.end_index != MTL::CounterDontSample) pass.samples->write(pass.end_index, now_ns());
+}
+
+void EmuCommandBuffer::execute() {
+  gpu_start_ = now_seconds();
+  std::string failure;
+  for (Pass& pass : passes_) {
+    try {
+      run_pass(pass);
+    } catch (const std::exception& e) {
+      failure = e.what();
+      break;
+    }
+  }
+  gpu_end_ = now_seconds();
+  std::vector<Block1> handlers;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!failure.empty()) {
+      error_ = Strong<NSErrorEmu>(new NSErrorEmu("emulated GPU fault: " + failure), true);
+      status_ = MTL::CommandBufferStatusError;
+    } else {
+      status_ = MTL::CommandBufferStatusCompleted;
+    }
+    handlers.swap(handlers_);  // each handler runs exactly once
+  }
+  for (Block1& h : handlers) h(self_id());
+  cv_.notify_all();
+}
+
+void EmuCommandBuffer::dealloc() {
+  if (status() == MTL::CommandBufferStatusCommitted)
+    note_violation("a committed command buffer was deallocated before it completed");
+  if (retained_)
+    for (Pass& p : passes_)
+      for (Command& c : p.commands)
+        for (auto& [i, b] : c.buffers)
+          if (b.buffer) b.buffer->release();
+  passes_.clear();
+  handlers_.clear();
+  error_ = {};
+}
+
+// --- device -----------------------------------------------------------------------------------
+
+int family_of(const std::string& name) {
+  for (int m = 5; m >= 1; --m)
+    if (name.find("M" + std::to_string(m)) != std::string::npos) return m == 4 ? 9 : (m == 3 ? 9 : 6 + m);
+  return 9;
+}
+
+class EmuDevice : public EmuObject {
+ public:
+  EmuDevice(std::string name, uint64_t registry_id)
+      : EmuObject(emu_class_named("MTLEmuDevice")), name_(std::move(name)), registry_id_(registry_id),
+        family_(family_of(name_)) {
+    std::vector<EmuObject*> sets{new EmuCounterSet};
+    counter_sets_ = Strong<NSArrayEmu>(new NSArrayEmu(sets), true);
+    sets[0]->release();
+  }
+  id name() { return make_string(name_); }
+  uint64_t registry_id() { return registry_id_; }
+  bool supports_family(long f) { return f >= 1001 && f <= 1000 + family_; }
+  MTL::Size max_threads_per_threadgroup() { return MTL::Size(kMaxThreads, kMaxThreads, kMaxThreads); }
+  unsigned long max_tg_memory() { return kMaxThreadgroupMemory; }
+  uint64_t working_set() { return uint64_t(8) << 30; }
+  bool unified() { return true; }
+  unsigned long max_buffer_length() { return uint64_t(4) << 30; }
+  bool supports_counter_sampling(unsigned long point) { return point == MTL::CounterSamplingPointAtStageBoundary; }
+  id counter_sets() { return counter_sets_->self_id(); }
+  id new_queue() { return (new EmuQueue)->self_id(); }
+
+  id new_buffer(unsigned long length, unsigned long options) {
+    if (length == 0) violation("newBufferWithLength: length must be > 0");
+    void* p = std::aligned_alloc(kPage, (length + kPage - 1) / kPage * kPage);
+    if (!p) return nullptr;
+    std::memset(p, 0, length);
+    return (new EmuBuffer(self_id(), p, length, options, true, nullptr))->self_id();
+  }
+  id new_buffer_with_bytes(const void* bytes, unsigned long length, unsigned long options) {
+    id b = new_buffer(length, options);
+    std::memcpy(as<EmuBuffer>(b)->memory(), bytes, length);
+    return b;
+  }
+  id new_buffer_no_copy(void* pointer, unsigned long length, unsigned long options, const void* deallocator) {
+    if (reinterpret_cast<uintptr_t>(pointer) % kPage != 0)
+      violation("newBufferWithBytesNoCopy: pointer " + std::to_string(reinterpret_cast<uintptr_t>(pointer)) +
+                " is not page-aligned (16384-byte pages)");
+    if (length == 0 || length % kPage != 0)
+      violation("newBufferWithBytesNoCopy: length " + std::to_string(length) + " is not a non-zero multiple of the page size (16384)");
+    return (new EmuBuffer(self_id(), pointer, length, options, false, deallocator))->self_id();
+  }
+
+  id new_library(const void* source, const void* options, void* error) {
+    std::string src = string_of(source);
+    CompileOptions opts;
+    if (auto* o = as<EmuCompileOptions>(options)) {
+      opts.math_mode = o->math_mode == 0 ? MathMode::Safe : o->math_mode == 1 ? MathMode::Relaxed : MathMode::Fast;
+      if (o->language_version) opts.language_version = version_text(o->language_version);
+    }
+    std::vector<std::string> names;
+    try {
+      for (const KernelDecl& k : parse_kernels(src, "emulated.metal")) names.push_back(k.name);
+      // Compile now, as Metal does, so errors surface here (the simulator caches the result).
+      if (!names.empty()) simulator_device()->build_pipeline(src, names.front(), opts);
+    } catch (const std::exception& e) {
+      set_error(error, e.what());
+      return nullptr;
+    }
+    return (new EmuLibrary(std::move(src), std::move(opts), std::move(names)))->self_id();
+  }
+
+  id new_pipeline(const void* desc, unsigned long options, void* reflection, void* error) {
+    auto* d = as_required<EmuPipelineDescriptor>(desc, "newComputePipelineStateWithDescriptor: descriptor");
+    if (!d->function) violation("compute pipeline descriptor without a compute function");
+    const std::string key = d->key();
+    bool in_archive = false;
+    if (d->archives)
+      for (unsigned long i = 0; i < d->archives->count(); ++i)
+        if (auto* a = dynamic_cast<EmuArchive*>(d->archives->at(i)); a && a->contains(key)) in_archive = true;
+    if ((options & MTL::PipelineOptionFailOnBinaryArchiveMiss) && !in_archive) return nullptr;
+    if (d->max_threads > kMaxThreads) {
+      set_error(error, "maxTotalThreadsPerThreadgroup " + std::to_string(d->max_threads) + " exceeds 1024");
+      return nullptr;
+    }
+    std::shared_ptr<Pipeline> sim;
+    try {
+      EmuLibrary* lib = d->function->library();
+      sim = simulator_device()->build_pipeline(lib->source, d->function->name(), lib->options);
+    } catch (const std::exception& e) {
+      set_error(error, e.what());
+      return nullptr;
+    }
+    count(in_archive ? &EmuCounters::pipelines_from_archive : &EmuCounters::pipelines_built);
+    uint32_t limit;
+    {
+      std::lock_guard<std::mutex> lock(g_mu);
+      limit = d->max_threads ? uint32_t(d->max_threads) : g_unhinted_limit;
+    }
+    return (new EmuPipelineState(self_id(), std::move(sim), limit))->self_id();
+  }
+
+  id new_archive(const void* desc, void* error) {
+    auto* d = as_required<EmuArchiveDescriptor>(desc, "newBinaryArchiveWithDescriptor: descriptor");
+    std::set<std::string> keys;
+    if (!d->path.empty()) {
+      std::ifstream in(d->path);
+      std::string line;
+      if (!in || !std::getline(in, line) || line != "tmps-emu-archive-v1") {
+        set_error(error, "not a binary archive: " + d->path);
+        return nullptr;
+      }
+      while (std::getline(in, line))
+        if (!line.empty()) keys.insert(line);
+    }
+    return (new EmuArchive(std::move(keys)))->self_id();
+  }
+
+  id new_counter_sample_buffer(const void* desc, void* error) {
+    auto* d = as_required<EmuCounterSampleBufferDescriptor>(desc, "newCounterSampleBufferWithDescriptor: descriptor");
+    if (!d->counter_set) violation("counter sample buffer descriptor without a counter set");
+    if (d->samples == 0 || d->samples * 8 > 32768) violation("counter sample buffer of " + std::to_string(d->samples) + " samples");
+    count(&EmuCounters::counter_sample_buffers);
+    return (new EmuCounterSampleBuffer(d->samples))->self_id();
+  }
+
+  void sample_timestamps(uint64_t* cpu, uint64_t* gpu) {
+    uint64_t t = now_ns();
+    if (cpu) *cpu = t;
+    if (gpu) *gpu = t;
+  }
+
+ private:
+  std::string name_;
+  uint64_t registry_id_;
+  int family_;
+  Strong<NSArrayEmu> counter_sets_;
+};
+
+id pass_descriptor(objc_object*, SEL) {
+  return (new EmuPassDescriptor(emu_class_named("MTLComputePassDescriptor")))->autorelease()->self_id();
+}
+
+}  // namespace
+
+id new_emulated_device(const std::string& name, uint64_t registry_id) {
+  register_metal();
+  return (new EmuDevice(name, registry_id))->self_id();
+}
+
+EmuCounters emu_counters() {
+  std::lock_guard<std::mutex> lock(g_mu);
+  return g_counters;
+}
+
+void set_unhinted_thread_limit(uint32_t limit) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  g_unhinted_limit = std::max<uint32_t>(1, std::min(limit, kMaxThreads));
+}
+
+void* emu_buffer_memory(const void* buffer) { return as_required<EmuBuffer>(buffer, "buffer")->memory(); }
+
+void hold_queues(bool hold) {
+  {
+    std::lock_guard<std::mutex> lock(g_mu);
+    g_hold = hold;
+  }
+  g_hold_cv.notify_all();
+}
+
+void register_metal() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    const std::string dev = "MTLEmuDevice";
+    add_method(dev, "name", imp<&EmuDevice::name>());
+    add_method(dev, "registryID", imp<&EmuDevice::registry_id>());
+    add_method(dev, "supportsFamily:", imp<&EmuDevice::supports_family>());
+    add_method(dev, "maxThreadsPerThreadgroup", imp<&EmuDevice::max_threads_per_threadgroup>());
+    add_method(dev, "maxThreadgroupMemoryLength", imp<&EmuDevice::max_tg_memory>());
+    add_method(dev, "recommendedMaxWorkingSetSize", imp<&EmuDevice::working_set>());
+    add_method(dev, "hasUnifiedMemory", imp<&EmuDevice::unified>());
+    add_method(dev, "maxBufferLength", imp<&EmuDevice::max_buffer_length>());
+    add_method(dev, "supportsCounterSampling:", imp<&EmuDevice::supports_counter_sampling>());
+    add_method(dev, "counterSets", imp<&EmuDevice::counter_sets>());
+    add_method(dev, "newCommandQueue", imp<&EmuDevice::new_queue>());
+    add_method(dev, "newBufferWithLength:options:", imp<&EmuDevice::new_buffer>());
+    add_method(dev, "newBufferWithBytes:length:options:", imp<&EmuDevice::new_buffer_with_bytes>());
+    add_method(dev, "newBufferWithBytesNoCopy:length:options:deallocator:", imp<&EmuDevice::new_buffer_no_copy>());
+    add_method(dev, "newLibraryWithSource:options:error:", imp<&EmuDevice::new_library>());
+    add_method(dev, "newComputePipelineStateWithDescriptor:options:reflection:error:", imp<&EmuDevice::new_pipeline>());
+    add_method(dev, "newBinaryArchiveWithDescriptor:error:", imp<&EmuDevice::new_archive>());
+    add_method(dev, "newCounterSampleBufferWithDescriptor:error:", imp<&EmuDevice::new_counter_sample_buffer>());
+    add_method(dev, "sampleTimestamps:gpuTimestamp:", imp<&EmuDevice::sample_timestamps>());
+
+    add_method("MTLEmuBuffer", "contents", imp<&EmuBuffer::contents>());
+    add_method("MTLEmuBuffer", "length", imp<&EmuBuffer::length>());
+    add_method("MTLEmuBuffer", "storageMode", imp<&EmuBuffer::storage_mode>());
+    add_method("MTLEmuBuffer", "device", imp<&EmuBuffer::device>());
+
+    emu_class_named("MTLCompileOptions")->factory = &alloc_plain<EmuCompileOptions>;
+    add_method("MTLCompileOptions", "setMathMode:", imp<&EmuCompileOptions::set_math_mode>());
+    add_method("MTLCompileOptions", "setMathFloatingPointFunctions:", imp<&EmuCompileOptions::set_math_functions>());
+    add_method("MTLCompileOptions", "setFastMathEnabled:", imp<&EmuCompileOptions::set_fast_math>());
+    add_method("MTLCompileOptions", "setLanguageVersion:", imp<&EmuCompileOptions::set_language_version>());
+    add_method("MTLCompileOptions", "setPreprocessorMacros:", imp<&EmuCompileOptions::set_macros>());
+
+    add_method("MTLEmuLibrary", "newFunctionWithName:", imp<&EmuLibrary::new_function>());
+    add_method("MTLEmuLibrary", "functionNames", imp<&EmuLibrary::function_names>());
+    add_method("MTLEmuFunction", "functionType", imp<&EmuFunction::function_type>());
+
+    const std::string pd = "MTLComputePipelineDescriptor";
+    emu_class_named(pd)->factory = &alloc_plain<EmuPipelineDescriptor>;
+    add_method(pd, "setComputeFunction:", imp<&EmuPipelineDescriptor::set_function>());
+    add_method(pd, "setLabel:", imp<&EmuPipelineDescriptor::set_label>());
+    add_method(pd, "setBinaryArchives:", imp<&EmuPipelineDescriptor::set_archives>());
+    add_method(pd, "setMaxTotalThreadsPerThreadgroup:", imp<&EmuPipelineDescriptor::set_max_threads>());
+    add_method(pd, "maxTotalThreadsPerThreadgroup", imp<&EmuPipelineDescriptor::get_max_threads>());
+
+    const std::string ps = "MTLEmuComputePipelineState";
+    add_method(ps, "maxTotalThreadsPerThreadgroup", imp<&EmuPipelineState::max_total_threads>());
+    add_method(ps, "threadExecutionWidth", imp<&EmuPipelineState::execution_width>());
+    add_method(ps, "staticThreadgroupMemoryLength", imp<&EmuPipelineState::static_tg_memory>());
+    add_method(ps, "device", imp<&EmuPipelineState::device>());
+
+    emu_class_named("MTLBinaryArchiveDescriptor")->factory = &alloc_plain<EmuArchiveDescriptor>;
+    add_method("MTLBinaryArchiveDescriptor", "setUrl:", imp<&EmuArchiveDescriptor::set_url>());
+    add_method("MTLEmuBinaryArchive", "addComputePipelineFunctionsWithDescriptor:error:", imp<&EmuArchive::add_functions>());
+    add_method("MTLEmuBinaryArchive", "serializeToURL:error:", imp<&EmuArchive::serialize>());
+
+    add_method("MTLEmuCounterSet", "name", imp<&EmuCounterSet::name>());
+    const std::string sd = "MTLCounterSampleBufferDescriptor";
+    emu_class_named(sd)->factory = &alloc_plain<EmuCounterSampleBufferDescriptor>;
+    add_method(sd, "setCounterSet:", imp<&EmuCounterSampleBufferDescriptor::set_counter_set>());
+    add_method(sd, "setSampleCount:", imp<&EmuCounterSampleBufferDescriptor::set_sample_count>());
+    add_method(sd, "setStorageMode:", imp<&EmuCounterSampleBufferDescriptor::set_storage_mode>());
+    add_method("MTLEmuCounterSampleBuffer", "resolveCounterRange:", imp<&EmuCounterSampleBuffer::resolve>());
+
+    add_class_method("MTLComputePassDescriptor", "computePassDescriptor", reinterpret_cast<IMP>(&pass_descriptor));
+    add_method("MTLComputePassDescriptor", "sampleBufferAttachments", imp<&EmuPassDescriptor::attachments>());
+    const std::string aa = "MTLEmuComputePassSampleBufferAttachmentDescriptorArray";
+    add_method(aa, "objectAtIndexedSubscript:", imp<&EmuAttachmentArray::at>());
+    const std::string at = "MTLEmuComputePassSampleBufferAttachmentDescriptor";
+    add_method(at, "setSampleBuffer:", imp<&EmuAttachment::set_buffer>());
+    add_method(at, "setStartOfEncoderSampleIndex:", imp<&EmuAttachment::set_start>());
+    add_method(at, "setEndOfEncoderSampleIndex:", imp<&EmuAttachment::set_end>());
+
+    const std::string cbd = "MTLCommandBufferDescriptor";
+    emu_class_named(cbd)->factory = &alloc_plain<EmuCommandBufferDescriptor>;
+    add_method(cbd, "setRetainedReferences:", imp<&EmuCommandBufferDescriptor::set_retained>());
+    add_method(cbd, "setErrorOptions:", imp<&EmuCommandBufferDescriptor::set_error_options>());
+
+    add_method("MTLEmuCommandQueue", "commandBufferWithDescriptor:", imp<&EmuQueue::command_buffer_with>());
+    add_method("MTLEmuCommandQueue", "commandBuffer", imp<&EmuQueue::command_buffer>());
+
+    const std::string cb = "MTLEmuCommandBuffer";
+    add_method(cb, "computeCommandEncoder", imp<&EmuCommandBuffer::compute_encoder>());
+    add_method(cb, "computeCommandEncoderWithDescriptor:", imp<&EmuCommandBuffer::compute_encoder_with>());
+    add_method(cb, "addCompletedHandler:", imp<&EmuCommandBuffer::add_completed_handler>());
+    add_method(cb, "commit", imp<&EmuCommandBuffer::commit>());
+    add_method(cb, "waitUntilCompleted", imp<&EmuCommandBuffer::wait_until_completed>());
+    add_method(cb, "status", imp<&EmuCommandBuffer::status>());
+    add_method(cb, "error", imp<&EmuCommandBuffer::error>());
+    add_method(cb, "GPUStartTime", imp<&EmuCommandBuffer::gpu_start>());
+    add_method(cb, "GPUEndTime", imp<&EmuCommandBuffer::gpu_end>());
+    add_method(cb, "setLabel:", imp<&EmuCommandBuffer::set_label>());
+
+    const std::string enc = "MTLEmuComputeCommandEncoder";
+    add_method(enc, "setComputePipelineState:", imp<&EmuEncoder::set_pipeline>());
+    add_method(enc, "setBuffer:offset:atIndex:", imp<&EmuEncoder::set_buffer>());
+    add_method(enc, "setBytes:length:atIndex:", imp<&EmuEncoder::set_bytes>());
+    add_method(enc, "setThreadgroupMemoryLength:atIndex:", imp<&EmuEncoder::set_tg_memory>());
+    add_method(enc, "dispatchThreadgroups:threadsPerThreadgroup:", imp<&EmuEncoder::dispatch>());
+    add_method(enc, "endEncoding", imp<&EmuEncoder::end_encoding>());
+    add_method(enc, "setLabel:", imp<&EmuEncoder::set_label>());
+  });
+}
+
+}  // namespace tmps::emu

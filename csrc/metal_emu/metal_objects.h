@@ -1,0 +1,36 @@
+// Emulated Metal objects: MTLDevice and what hangs off it, implementing exactly the selectors
+// csrc/metal/ uses, with Metal's documented API-validation rules enforced (RULES.md lists each
+// rule with the Apple page it follows). Kernels run on the CPU simulator (csrc/sim/).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "metal_emu/objc_runtime.h"
+
+namespace tmps::emu {
+
+// The emulated GPU. `name` decides the family ("Apple M1" -> apple7 ... "Apple M5" -> apple10).
+id new_emulated_device(const std::string& name, uint64_t registry_id);  // +1
+
+// Test hooks (exposed to Python as triton_mps._core.emu_*; see bindings).
+struct EmuCounters {
+  long command_buffers_committed = 0;
+  long dispatches = 0;
+  long counter_sample_buffers = 0;
+  long archive_serializations = 0;
+  long pipelines_built = 0;
+  long pipelines_from_archive = 0;
+  long command_buffers_with_error_options = 0;  // MTLCommandBufferErrorOptionEncoderExecutionStatus costs GPU time
+};
+EmuCounters emu_counters();
+// Pipelines built without setMaxTotalThreadsPerThreadgroup: get at most this many threads (the
+// register-pressure limit a real compiler may impose; 1024 = none).
+void set_unhinted_thread_limit(uint32_t limit);
+// While held, committed command buffers wait (to test what happens before completion).
+void hold_queues(bool hold);
+void* emu_buffer_memory(const void* buffer);  // an emulated MTLBuffer's memory (any storage mode)
+
+void register_metal();
+
+}  // namespace tmps::emu
