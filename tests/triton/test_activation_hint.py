@@ -23,7 +23,9 @@ k[(1,)](torch.zeros(1))
 def test_unset_backend_gives_a_hint(tmp_path):
     env = {k: v for k, v in os.environ.items() if k not in ("TRITON_BACKEND", "TRITON_DEFAULT_BACKEND")}
     env["TRITON_CACHE_DIR"] = str(tmp_path)
-    r = subprocess.run([sys.executable, "-c", CODE], env=env, capture_output=True, text=True, timeout=300)
+    script = tmp_path / "kernel.py"  # @triton.jit needs its source in a file
+    script.write_text(CODE)
+    r = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=300)
     assert r.returncode != 0
     assert "0 active drivers" in r.stderr, r.stderr
     assert "set TRITON_BACKEND=mps" in r.stderr, r.stderr
