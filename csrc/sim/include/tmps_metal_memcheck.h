@@ -44,21 +44,13 @@ TMPS_MC_SIZED(16)
 TMPS_MC_FN void __asan_loadN(__UINTPTR_TYPE__ a, __UINTPTR_TYPE__ n) { TMPS_MC_CHECK(a, n, 0u); }
 TMPS_MC_FN void __asan_storeN(__UINTPTR_TYPE__ a, __UINTPTR_TYPE__ n) { TMPS_MC_CHECK(a, n, 1u); }
 
-// Memory intrinsics (struct copies, memset of arrays): both sides checked, then done here.
-TMPS_MC_FN void* __asan_memcpy(void* d, const void* s, __SIZE_TYPE__ n) {
-  if (n) {
-    TMPS_MC_CHECK(s, n, 0u);
-    TMPS_MC_CHECK(d, n, 1u);
-  }
-  unsigned char* dp = (unsigned char*)d;
-  const unsigned char* sp = (const unsigned char*)s;
-  for (__SIZE_TYPE__ i = 0; i < n; ++i) dp[i] = sp[i];
-  return d;
-}
-TMPS_MC_FN void* __asan_memmove(void* d, const void* s, __SIZE_TYPE__ n) {
-  if (n) {
-    TMPS_MC_CHECK(s, n, 0u);
-    TMPS_MC_CHECK(d, n, 1u);
+// Memory intrinsics (struct copies, memset of arrays): both sides checked, then done here
+// (as a memmove, which also serves memcpy). `pc` is the instrumented call's return address.
+__attribute__((no_sanitize("address"), visibility("hidden"), always_inline)) inline void* tmps_mc_move(
+    void* d, const void* s, __SIZE_TYPE__ n, const void* pc) {
+  if (n && tmps_sim_rt && tmps_sim_rt->check_access) {
+    if (!tmps_mc_fast((__UINTPTR_TYPE__)s, n)) tmps_sim_rt->check_access(s, n, 0u, pc);
+    if (!tmps_mc_fast((__UINTPTR_TYPE__)d, n)) tmps_sim_rt->check_access(d, n, 1u, pc);
   }
   unsigned char* dp = (unsigned char*)d;
   const unsigned char* sp = (const unsigned char*)s;
@@ -67,6 +59,12 @@ TMPS_MC_FN void* __asan_memmove(void* d, const void* s, __SIZE_TYPE__ n) {
   else
     for (__SIZE_TYPE__ i = n; i > 0; --i) dp[i - 1] = sp[i - 1];
   return d;
+}
+TMPS_MC_FN void* __asan_memcpy(void* d, const void* s, __SIZE_TYPE__ n) {
+  return tmps_mc_move(d, s, n, __builtin_return_address(0));
+}
+TMPS_MC_FN void* __asan_memmove(void* d, const void* s, __SIZE_TYPE__ n) {
+  return tmps_mc_move(d, s, n, __builtin_return_address(0));
 }
 TMPS_MC_FN void* __asan_memset(void* d, int c, __SIZE_TYPE__ n) {
   if (n) TMPS_MC_CHECK(d, n, 1u);
