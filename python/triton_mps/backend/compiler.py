@@ -19,8 +19,8 @@ Decisions:
   business (compile_ttgir's contract has no option for it today).
 - Dot: `min_dot_size` is (1, 1, 1) for every dtype: the compiler uses 8x8 simdgroup matrices
   where shapes allow and a general fallback otherwise, so Triton's front end need not reject
-  small dots. fp8 is not supported (`supported_fp8_dtypes = ()`), so fp8 dots are rejected up
-  front; "tf32" and "tf32x3" are accepted and computed in full fp32 (ieee).
+  small dots. fp8 operands are widened to float in the operand staging (fp8 storage is
+  emulated, compiler/fp8.py); "tf32" and "tf32x3" are accepted and computed in full fp32 (ieee).
 - Tensor descriptors (tl.make_tensor_descriptor, desc.load/store) become plain masked
   loads/stores in TTIR (`rewrite_tensor_descriptor_to_pointer`). Block pointers were removed
   from the language in Triton 3.9 (tl.make_block_ptr raises in the front end) and with them
@@ -96,7 +96,9 @@ class MPSOptions:
     debug: bool = False
     sanitize_overflow: bool = True
     enable_fp_fusion: bool = True
-    supported_fp8_dtypes: tuple[str, ...] = ()
+    # All of Triton's fp8 formats, emulated: 8-bit storage and exact software conversions
+    # (compiler/fp8.py; fp8e4b15 through convert_custom_types, language/fp8e4b15.py).
+    supported_fp8_dtypes: tuple[str, ...] = ("fp8e5", "fp8e5b16", "fp8e4nv", "fp8e4b8", "fp8e4b15")
     deprecated_fp8_dot_operand_dtypes: tuple[str, ...] = ()
     default_dot_input_precision: str = "ieee"
     allowed_dot_input_precisions: tuple[str, ...] = ("ieee", "tf32", "tf32x3")
@@ -234,7 +236,8 @@ def sources_digest(root: Path, patterns: tuple[str, ...] = HASHED_SOURCES) -> st
 
 # ---- the kernel's Triton signature ---------------------------------------------------------
 
-_IR_TO_TRITON_TYPE = {"f16": "fp16", "bf16": "bf16", "f32": "fp32", "f64": "fp64"}
+_IR_TO_TRITON_TYPE = {"f16": "fp16", "bf16": "bf16", "f32": "fp32", "f64": "fp64", "f8E4M3FN": "fp8e4nv",
+                      "f8E5M2": "fp8e5", "f8E4M3FNUZ": "fp8e4b8", "f8E5M2FNUZ": "fp8e5b16"}
 
 
 def _triton_type(ir_type: str) -> str:
@@ -334,7 +337,9 @@ class MPSBackend(BaseBackend):
         return (metadata.num_warps, metadata.num_ctas, metadata.shared)
 
     def get_codegen_implementation(self, options):
-        return {"min_dot_size": min_dot_size(self.target)}
+        from ..language.fp8e4b15 import convert_custom_types
+
+        return {"min_dot_size": min_dot_size(self.target), "convert_custom_types": convert_custom_types}
 
     def get_module_map(self) -> dict[str, ModuleType]:
         # libdevice calls -> our symbols (triton_mps/language/libdevice.py), also for kernels
