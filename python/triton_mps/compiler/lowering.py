@@ -74,6 +74,8 @@ class KernelState:
         self.memdesc_sources: dict[int, Value] = {}
         # Device assert/print sites, in emission order (ops/debug.py); index = site id.
         self.debug_sites: list[dict] = []
+        # Whether a 64-bit atomic used the lock table `tmps_locks` (ops/memory.py).
+        self.uses_locks = False
 
 
 class LoweringContext:
