@@ -512,3 +512,62 @@ def barrier(ctx: LoweringContext, op: Op):
     after it (CUDA's __syncthreads, which Triton's NVIDIA backend emits for it). Like CUDA,
     it must be reached by every thread (Triton emits it in uniform control flow)."""
     ctx.e.line("threadgroup_barrier(mem_flags::mem_device | mem_flags::mem_threadgroup);")
+
+
+# tt.atomic_poll (tl.atomic_poll): spin until *ptr == expected; with a timeout, give up and
+# return false. MSL has no clock a kernel can read, so a timeout is a poll budget: one poll
+# per POLL_NS nanoseconds of timeout_ns, at least one (timeout_ns = 0 checks once). Loads are
+# 32-bit device atomics (16-bit values from their containing word; 64-bit values as two halves,
+# high half read twice so that a value changing under us is not taken for a match). acquire
+# adds a device-scope fence after the match.
+POLL_NS = 64
+
+
+def _poll_helper(ctx: LoweringContext, ety: ScalarType) -> str:
+    t, u = ety.msl(), ety.msl_unsigned()
+    fn = f"tmps_atomic_poll_{t}"
+    if ety.bits == 32:
+        load = "uint v = atomic_load_explicit((device atomic_uint*)p, memory_order_relaxed);"
+    elif ety.bits == 16:
+        load = ("uint shift = ((ulong)p & 2ul) ? 16u : 0u;\n"
+                "    device atomic_uint* w = (device atomic_uint*)(p - (((ulong)p >> 1) & 1ul));\n"
+                "    ushort v = (ushort)(atomic_load_explicit(w, memory_order_relaxed) >> shift);")
+    else:
+        load = ("device atomic_uint* w = (device atomic_uint*)p;\n"
+                "    uint hi = atomic_load_explicit(w + 1, memory_order_relaxed);\n"
+                "    uint lo = atomic_load_explicit(w, memory_order_relaxed);\n"
+                "    if (atomic_load_explicit(w + 1, memory_order_relaxed) != hi) continue;\n"
+                "    ulong v = ((ulong)hi << 32) | lo;")
+    ctx.e.helper(fn, f"""inline bool {fn}(device {t}* p, {t} expected, bool timed, ulong polls) {{
+  // spin until *p == expected; with a timeout, at most `polls` loads
+  for (ulong n = 0ul;; ) {{
+    {load}
+    if (({u})v == ({u})expected) return true;
+    if (timed && ++n >= polls) return false;
+  }}
+}}
+""")
+    return fn
+
+
+@lowers("tt.atomic_poll")
+def atomic_poll(ctx: LoweringContext, op: Op):
+    ptr, expected = op.operands[0], op.operands[1]
+    timeout = op.operands[2] if len(op.operands) > 2 else None
+    ety = elem_of(expected.type)
+    if not isinstance(ety, ScalarType) or ety.is_float or ety.bits not in (16, 32, 64):
+        ctx.error(op, f"atomic_poll on {ety}: 16-, 32- and 64-bit integers are supported")
+    fn = _poll_helper(ctx, ety)
+    acquire = " acquire," in op.text.split("tt.atomic_poll", 1)[1].split("%", 1)[0] + ","
+    e = ctx.e
+    if timeout is not None:
+        polls = e.fresh("polls")
+        e.line(f"ulong {polls} = (ulong){ctx.expr(timeout, 0)} / {POLL_NS}ul + 1ul;")
+        timed, budget = "true", polls
+    else:
+        timed, budget = "false", "0ul"
+    res = op.results[0]
+    ctx.define(res, lambda r: f"{fn}({ctx.expr(ptr, r)}, {ctx.expr(expected, r)}, {timed}, {budget})",
+               hint=ctx.hint(res, "polled"))
+    if acquire:
+        e.line("atomic_thread_fence(mem_flags::mem_device, memory_order_seq_cst, thread_scope_device);")
