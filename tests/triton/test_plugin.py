@@ -89,6 +89,12 @@ def test_options_accept_and_ignore_foreign_knobs():
     assert o2.supported_fp8_dtypes == o.supported_fp8_dtypes and o2.warp_size == 32
 
 
+def test_num_warps_not_power_of_two_is_also_an_assertion_error():
+    """Triton's backends assert it; upstream's test_num_warps_pow2 expects AssertionError."""
+    with pytest.raises(AssertionError, match="must be a power of 2"):
+        backend().parse_options({"num_warps": 3})
+
+
 @pytest.mark.parametrize("bad", [{"num_ctas": 2}, {"num_warps": 3}, {"num_warps": 64}, {"num_warps": 0}])
 def test_options_reject(bad):
     with pytest.raises(ValueError) as e:

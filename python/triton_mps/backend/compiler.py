@@ -85,6 +85,12 @@ class TooManyThreads(OutOfResources, ValueError):
         return (type(self), (self.required // THREADS_PER_SIMDGROUP,))
 
 
+class NumWarpsNotPowerOfTwo(ValueError, AssertionError):
+    """num_warps that is not a power of 2: a ValueError like our other invalid options, and an
+    AssertionError because that is what Triton's own backends raise (`assert ..., "num_warps
+    must be a power of 2"`) and what Triton's tests expect (test_num_warps_pow2)."""
+
+
 @dataclass(frozen=True)
 class MPSOptions:
     num_warps: int = 4  # simdgroups per threadgroup: num_warps * 32 threads
@@ -133,7 +139,7 @@ class MPSOptions:
         if isinstance(libs, dict):
             object.__setattr__(self, "extern_libs", tuple(sorted(libs.items())))
         if not isinstance(self.num_warps, int) or self.num_warps <= 0 or self.num_warps & (self.num_warps - 1):
-            raise ValueError(f"num_warps must be a power of 2, got {self.num_warps!r}")
+            raise NumWarpsNotPowerOfTwo(f"num_warps must be a power of 2, got {self.num_warps!r}")
         if self.num_warps * THREADS_PER_SIMDGROUP > MAX_THREADS_PER_THREADGROUP:
             raise TooManyThreads(self.num_warps)
         if self.num_ctas != 1:
