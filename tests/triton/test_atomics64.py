@@ -158,3 +158,26 @@ def test_lock_table_with_debug_buffer(mps_driver):
     p = torch.zeros(2, dtype=torch.int64, device=dev)
     _add_checked[(triton.cdiv(n, 64),)](p, v.to(dev), n, BLOCK=64)
     assert p.cpu().tolist() == [int(v[0::2].sum()), int(v[1::2].sum())]
+
+
+@triton.jit(noinline=True)
+def _add64_in_callee(ptr, v):
+    return tl.atomic_add(ptr, v)
+
+
+@triton.jit
+def _calls_add64(P, V, Out):
+    pid = tl.program_id(0)
+    tl.store(Out + pid, _add64_in_callee(P + pid % 2, tl.load(V + pid)))
+
+
+def test_lock_table_reaches_noinline_callees(mps_driver):
+    """A noinline callee (scalar arguments) with a 64-bit atomic gets the table from its caller."""
+    dev = _dev(mps_driver)
+    n = 37
+    v = torch.randint(0, 2**40, (n,), dtype=torch.int64)
+    p = torch.zeros(2, dtype=torch.int64, device=dev)
+    o = torch.full((n,), -1, dtype=torch.int64, device=dev)
+    _calls_add64[(n,)](p, v.to(dev), o)
+    assert p.cpu().tolist() == [int(v[0::2].sum()), int(v[1::2].sum())]
+    assert torch.all(o.cpu() >= 0)

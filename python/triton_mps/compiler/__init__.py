@@ -110,9 +110,9 @@ def compile_ttgir(mod, *, num_warps: int, signature: dict, constants: dict, kern
         params.append(f"device uint* tmps_dbg [[buffer({debug_binding})]]")
         debug = debug_ops.metadata(state, debug_binding)
     locks = None
-    if state.uses_locks:
+    if wants_locks:  # also when only a callee uses it: calls pass the table on (control_flow.py)
         lock_binding = debug_binding + int(wants_debug)
-        if not wants_locks or lock_binding >= MAX_BINDINGS:
+        if lock_binding >= MAX_BINDINGS:
             raise CompilationError("internal: lock table binding not reserved", kernel=kernel_name)
         params.append(f"device atomic_uint* tmps_locks [[buffer({lock_binding})]]")
         locks = {"binding": lock_binding, "words": memory_ops.LOCK_WORDS}
@@ -154,7 +154,7 @@ def _check_arg_type(name: str, t, kernel: str) -> None:
         except TypeError:
             what = "points to" if isinstance(t, PointerType) else "has type"
             raise CompilationError(
-                f"argument '{name}' {what} {elem.name}, which Metal does not support (no 64-bit or 8-bit "
+                f"argument '{name}' {what} {elem.name}, which Metal does not support (no 64-bit "
                 f"floats); convert the data first (e.g. to float32)", kernel=kernel) from None
 
 
