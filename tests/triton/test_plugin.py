@@ -69,7 +69,7 @@ def test_options_defaults():
     o = backend().parse_options({})
     assert isinstance(o, MPSOptions)
     assert (o.num_warps, o.num_stages, o.num_ctas, o.arch) == (4, 1, 1, "apple9")
-    assert o.supported_fp8_dtypes == ()
+    assert set(o.supported_fp8_dtypes) == {"fp8e5", "fp8e5b16", "fp8e4nv", "fp8e4b8", "fp8e4b15"}  # emulated
     assert o.default_dot_input_precision == "ieee"
     assert set(o.allowed_dot_input_precisions) == {"ieee", "tf32", "tf32x3"}
     assert o.max_num_imprecise_acc_default == 0
@@ -86,7 +86,13 @@ def test_options_accept_and_ignore_foreign_knobs():
     assert not hasattr(o, "BLOCK_SIZE")  # kernel arguments are not options
     # Target facts are not the caller's to change.
     o2 = backend().parse_options({"supported_fp8_dtypes": ("fp8e5",), "warp_size": 64})
-    assert o2.supported_fp8_dtypes == () and o2.warp_size == 32
+    assert o2.supported_fp8_dtypes == o.supported_fp8_dtypes and o2.warp_size == 32
+
+
+def test_num_warps_not_power_of_two_is_also_an_assertion_error():
+    """Triton's backends assert it; upstream's test_num_warps_pow2 expects AssertionError."""
+    with pytest.raises(AssertionError, match="must be a power of 2"):
+        backend().parse_options({"num_warps": 3})
 
 
 @pytest.mark.parametrize("bad", [{"num_ctas": 2}, {"num_warps": 3}, {"num_warps": 64}, {"num_warps": 0}])

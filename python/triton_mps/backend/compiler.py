@@ -19,8 +19,8 @@ Decisions:
   business (compile_ttgir's contract has no option for it today).
 - Dot: `min_dot_size` is (1, 1, 1) for every dtype: the compiler uses 8x8 simdgroup matrices
   where shapes allow and a general fallback otherwise, so Triton's front end need not reject
-  small dots. fp8 is not supported (`supported_fp8_dtypes = ()`), so fp8 dots are rejected up
-  front; "tf32" and "tf32x3" are accepted and computed in full fp32 (ieee).
+  small dots. fp8 operands are widened to float in the operand staging (fp8 storage is
+  emulated, compiler/fp8.py); "tf32" and "tf32x3" are accepted and computed in full fp32 (ieee).
 - Tensor descriptors (tl.make_tensor_descriptor, desc.load/store) become plain masked
   loads/stores in TTIR (`rewrite_tensor_descriptor_to_pointer`). Block pointers were removed
   from the language in Triton 3.9 (tl.make_block_ptr raises in the front end) and with them
@@ -113,6 +113,12 @@ class TooManyThreads(OutOfResources, ValueError):
         return (type(self), (self.required // THREADS_PER_SIMDGROUP,))
 
 
+class NumWarpsNotPowerOfTwo(ValueError, AssertionError):
+    """num_warps that is not a power of 2: a ValueError like our other invalid options, and an
+    AssertionError because that is what Triton's own backends raise (`assert ..., "num_warps
+    must be a power of 2"`) and what Triton's tests expect (test_num_warps_pow2)."""
+
+
 @dataclass(frozen=True)
 class MPSOptions:
     num_warps: int = 4  # simdgroups per threadgroup: num_warps * 32 threads
@@ -124,7 +130,9 @@ class MPSOptions:
     debug: bool = False
     sanitize_overflow: bool = True
     enable_fp_fusion: bool = True
-    supported_fp8_dtypes: tuple[str, ...] = ()
+    # All of Triton's fp8 formats, emulated: 8-bit storage and exact software conversions
+    # (compiler/fp8.py; fp8e4b15 through convert_custom_types, language/fp8e4b15.py).
+    supported_fp8_dtypes: tuple[str, ...] = ("fp8e5", "fp8e5b16", "fp8e4nv", "fp8e4b8", "fp8e4b15")
     deprecated_fp8_dot_operand_dtypes: tuple[str, ...] = ()
     default_dot_input_precision: str = "ieee"
     allowed_dot_input_precisions: tuple[str, ...] = ("ieee", "tf32", "tf32x3")
@@ -159,7 +167,7 @@ class MPSOptions:
         if isinstance(libs, dict):
             object.__setattr__(self, "extern_libs", tuple(sorted(libs.items())))
         if not isinstance(self.num_warps, int) or self.num_warps <= 0 or self.num_warps & (self.num_warps - 1):
-            raise ValueError(f"num_warps must be a power of 2, got {self.num_warps!r}")
+            raise NumWarpsNotPowerOfTwo(f"num_warps must be a power of 2, got {self.num_warps!r}")
         if self.num_warps * THREADS_PER_SIMDGROUP > MAX_THREADS_PER_THREADGROUP:
             raise TooManyThreads(self.num_warps)
         if self.num_ctas != 1:
@@ -262,7 +270,8 @@ def sources_digest(root: Path, patterns: tuple[str, ...] = HASHED_SOURCES) -> st
 
 # ---- the kernel's Triton signature ---------------------------------------------------------
 
-_IR_TO_TRITON_TYPE = {"f16": "fp16", "bf16": "bf16", "f32": "fp32", "f64": "fp64"}
+_IR_TO_TRITON_TYPE = {"f16": "fp16", "bf16": "bf16", "f32": "fp32", "f64": "fp64", "f8E4M3FN": "fp8e4nv",
+                      "f8E5M2": "fp8e5", "f8E4M3FNUZ": "fp8e4b8", "f8E5M2FNUZ": "fp8e5b16"}
 
 
 def _triton_type(ir_type: str) -> str:
@@ -362,7 +371,9 @@ class MPSBackend(BaseBackend):
         return (metadata.num_warps, metadata.num_ctas, metadata.shared)
 
     def get_codegen_implementation(self, options):
-        return {"min_dot_size": min_dot_size(self.target)}
+        from ..language.fp8e4b15 import convert_custom_types
+
+        return {"min_dot_size": min_dot_size(self.target), "convert_custom_types": convert_custom_types}
 
     def get_module_map(self) -> dict[str, ModuleType]:
         # libdevice calls -> our symbols (triton_mps/language/libdevice.py), also for kernels

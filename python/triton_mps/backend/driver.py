@@ -205,9 +205,12 @@ def make_launcher(src, metadata):
     they get a DebugLauncher around the native one."""
     sync = os.environ.get("TRITON_MPS_LAUNCH_SYNC", "1").strip() not in ("0", "false", "no")
     debug = metadata.tmps_args.get("debug")
+    locks = metadata.tmps_args.get("locks")
     specs = _arg_specs(src, metadata)
     if debug:
         specs.append(("pointer", "tmps_debug_records", "uint"))
+    if locks:  # bound after the debug buffer (compiler/abi.py)
+        specs.append(("pointer", "tmps_lock_table", "uint"))
     native = _core().TritonLauncher(
         kernel=metadata.name,
         specs=specs,
@@ -217,7 +220,33 @@ def make_launcher(src, metadata):
         before_mps=_torch_mps_synchronize,
         sync=sync or bool(debug),  # records are read right after the launch
     )
-    return DebugLauncher(native, metadata.name, debug) if debug else native
+    launcher = LockLauncher(native, int(locks["words"])) if locks else native
+    return DebugLauncher(launcher, metadata.name, debug) if debug else launcher
+
+
+_LOCK_TABLES: dict[int, tuple] = {}  # id(device) -> (device, buffer, words): one zeroed table per device
+
+
+class LockLauncher:
+    """Appends the device's lock table (64-bit atomics, compiler/ops/memory.py) to each launch.
+    One table per device for the life of the process: kernels release every lock they take,
+    so it is zero again whenever no kernel runs."""
+
+    def __init__(self, native, words: int):
+        self.native = native
+        self.words = words
+
+    def __getattr__(self, name):
+        return getattr(self.native, name)
+
+    def __call__(self, gx, gy, gz, stream, function, *rest):
+        dev = function.device
+        entry = _LOCK_TABLES.get(id(dev))
+        if entry is None or entry[2] < self.words:
+            buf = dev.buffer(self.words * 4)
+            buf.bytes_view()[: self.words * 4].view("uint32")[:] = 0
+            entry = _LOCK_TABLES[id(dev)] = (dev, buf, self.words)
+        self.native(gx, gy, gz, stream, function, *rest, entry[1])
 
 
 class DebugLauncher:

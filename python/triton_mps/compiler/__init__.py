@@ -9,6 +9,7 @@ from .ir import read_module
 from .lowering import KernelState, LoweringContext, function_body
 from .names import legal_kernel_name
 from .ops import debug as debug_ops
+from .ops import memory as memory_ops
 from .types import PointerType, ScalarType
 
 __all__ = ["compile_ttgir", "CompilationError", "CompiledMSL", "ArgInfo"]
@@ -50,13 +51,15 @@ def compile_ttgir(mod, *, num_warps: int, signature: dict, constants: dict, kern
         names = [n for n, t in signature.items() if t != "constexpr"][: len(func.args)]
     # Bindings: one per argument (+ the debug buffer). Over Metal's 31, scalars are packed.
     wants_debug = debug_ops.module_uses_debug(module)
+    wants_locks = memory_ops.module_uses_locks(module)
+    hidden = int(wants_debug) + int(wants_locks)
     n_ptr = sum(isinstance(v.type, PointerType) for v in func.args)
     n_scalar = len(func.args) - n_ptr
-    pack = len(func.args) + wants_debug > MAX_BINDINGS
-    if pack and n_ptr + (n_scalar > 0) + wants_debug > MAX_BINDINGS:
+    pack = len(func.args) + hidden > MAX_BINDINGS
+    if pack and n_ptr + (n_scalar > 0) + hidden > MAX_BINDINGS:
         raise CompilationError(
-            f"{n_ptr} pointer arguments{' and the debug buffer' if wants_debug else ''} need "
-            f"{n_ptr + (n_scalar > 0) + wants_debug} buffer bindings even with the scalars packed; Metal binds at most "
+            f"{n_ptr} pointer arguments{' and the debug/lock buffers' if hidden else ''} need "
+            f"{n_ptr + (n_scalar > 0) + hidden} buffer bindings even with the scalars packed; Metal binds at most "
             f"{MAX_BINDINGS} buffers per kernel (argument buffers would allow more: not supported yet)",
             kernel=kernel_name)
     params, args_info, arg_exprs, fields = [], [], [], []
@@ -106,6 +109,13 @@ def compile_ttgir(mod, *, num_warps: int, signature: dict, constants: dict, kern
             raise CompilationError("internal: debug buffer binding not reserved", kernel=kernel_name)
         params.append(f"device uint* tmps_dbg [[buffer({debug_binding})]]")
         debug = debug_ops.metadata(state, debug_binding)
+    locks = None
+    if wants_locks:  # also when only a callee uses it: calls pass the table on (control_flow.py)
+        lock_binding = debug_binding + int(wants_debug)
+        if lock_binding >= MAX_BINDINGS:
+            raise CompilationError("internal: lock table binding not reserved", kernel=kernel_name)
+        params.append(f"device atomic_uint* tmps_locks [[buffer({lock_binding})]]")
+        locks = {"binding": lock_binding, "words": memory_ops.LOCK_WORDS}
     params += [
         "uint3 tmps_pid [[threadgroup_position_in_grid]]",
         "uint3 tmps_npid [[threadgroups_per_grid]]",
@@ -131,7 +141,7 @@ def compile_ttgir(mod, *, num_warps: int, signature: dict, constants: dict, kern
     msl = "\n".join(out) + "\n"
     return CompiledMSL(msl=msl, name=msl_name, num_warps=num_warps,
                        shared=max(state.scratch_bytes, 16) if (state.scratch_bytes or state.functions_emitted) else 0,
-                       args=args_info, pack_scalars_at=pack_at, debug=debug)
+                       args=args_info, pack_scalars_at=pack_at, debug=debug, locks=locks)
 
 
 def _check_arg_type(name: str, t, kernel: str) -> None:
@@ -144,7 +154,7 @@ def _check_arg_type(name: str, t, kernel: str) -> None:
         except TypeError:
             what = "points to" if isinstance(t, PointerType) else "has type"
             raise CompilationError(
-                f"argument '{name}' {what} {elem.name}, which Metal does not support (no 64-bit or 8-bit "
+                f"argument '{name}' {what} {elem.name}, which Metal does not support (no 64-bit "
                 f"floats); convert the data first (e.g. to float32)", kernel=kernel) from None
 
 

@@ -14,6 +14,10 @@ threads; the Triton grid is the grid of threadgroups. Kernel parameters, in orde
 - when the kernel has device asserts or prints: `device uint* tmps_dbg [[buffer(D)]]`, the
   last binding (`debug["binding"]`): a host-visible record area the launcher allocates and
   decodes after the dispatch (format in ops/debug.py). It is not a Triton argument;
+- when the kernel has 64-bit atomics: `device atomic_uint* tmps_locks [[buffer(L)]]`, after
+  the debug buffer (`locks["binding"]`): a zeroed table of `locks["words"]` spin locks, one
+  per device, that the launcher binds to every launch (locks are free again when a kernel
+  ends, so it stays zeroed). It is not a Triton argument;
 - `uint3 tmps_pid [[threadgroup_position_in_grid]]`,
   `uint3 tmps_npid [[threadgroups_per_grid]]`,
   `uint tmps_tid [[thread_index_in_threadgroup]]`.
@@ -43,8 +47,10 @@ class CompiledMSL:
     pack_scalars_at: int = -1
     # Device assert/print sites, or None: {"binding", "capacity", "sites": [...]} (ops/debug.py)
     debug: dict | None = None
+    # 64-bit atomics' lock table, or None: {"binding", "words"} (ops/memory.py)
+    locks: dict | None = None
 
     def to_metadata(self) -> dict:
         """JSON-friendly form stored in Triton's kernel metadata."""
         return {"args": [asdict(a) for a in self.args], "pack_scalars_at": self.pack_scalars_at,
-                "debug": self.debug}
+                "debug": self.debug, "locks": self.locks}

@@ -36,6 +36,7 @@ import math
 import struct
 from collections.abc import Callable
 
+from . import fp8
 from .emitter import Emitter
 from .errors import CompilationError
 from .ir import Block, Function, Op, Value
@@ -73,6 +74,8 @@ class KernelState:
         self.memdesc_sources: dict[int, Value] = {}
         # Device assert/print sites, in emission order (ops/debug.py); index = site id.
         self.debug_sites: list[dict] = []
+        # Whether a 64-bit atomic used the lock table `tmps_locks` (ops/memory.py).
+        self.uses_locks = False
 
 
 class LoweringContext:
@@ -268,6 +271,8 @@ class LoweringContext:
             return f"({ty.msl()}){v}"
         # floats: exact value of the type, spelled through float bits when not finite
         f = float(value)
+        if name in fp8.FORMATS:  # 8-bit storage: the encoded byte (RTNE, saturating, as a cast)
+            return f"(uchar)0x{fp8.encode(fp8.FORMATS[name], f):02x}u"
         if name == "f32" or name in ("f16", "bf16"):
             f32 = struct.unpack("<f", struct.pack("<f", f))[0] if math.isfinite(f) and abs(f) < 3.5e38 else f
             if not math.isfinite(f32):

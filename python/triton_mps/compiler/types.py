@@ -9,9 +9,14 @@ from dataclasses import dataclass
 _SCALAR_MSL = {
     "i1": "bool", "i8": "char", "i16": "short", "i32": "int", "i64": "long",
     "f16": "half", "bf16": "bfloat", "f32": "float", "index": "long",
+    # fp8 formats are 8-bit storage; arithmetic converts through float (see fp8.py)
+    "f8E4M3FN": "uchar", "f8E5M2": "uchar", "f8E4M3FNUZ": "uchar", "f8E5M2FNUZ": "uchar",
 }
-_UNSIGNED_MSL = {"i1": "bool", "i8": "uchar", "i16": "ushort", "i32": "uint", "i64": "ulong", "index": "ulong"}
-_BITS = {"i1": 1, "i8": 8, "i16": 16, "i32": 32, "i64": 64, "index": 64, "f16": 16, "bf16": 16, "f32": 32, "f64": 64}
+_FP8 = ("f8E4M3FN", "f8E5M2", "f8E4M3FNUZ", "f8E5M2FNUZ")
+_UNSIGNED_MSL = {"i1": "bool", "i8": "uchar", "i16": "ushort", "i32": "uint", "i64": "ulong", "index": "ulong",
+                 **{n: "uchar" for n in _FP8}}
+_BITS = {"i1": 1, "i8": 8, "i16": 16, "i32": 32, "i64": 64, "index": 64, "f16": 16, "bf16": 16, "f32": 32, "f64": 64,
+         **{n: 8 for n in _FP8}}
 
 
 @dataclass(frozen=True)
@@ -20,7 +25,11 @@ class ScalarType:
 
     @property
     def is_float(self) -> bool:
-        return self.name in ("f16", "bf16", "f32", "f64")
+        return self.name in ("f16", "bf16", "f32", "f64") or self.name in _FP8
+
+    @property
+    def is_fp8(self) -> bool:
+        return self.name in _FP8
 
     @property
     def is_int(self) -> bool:
@@ -115,7 +124,7 @@ def _split_top(s: str, sep: str = ",") -> list[str]:
     return [p.strip() for p in parts]
 
 
-_SCALAR_RE = re.compile(r"^(i1|i8|i16|i32|i64|f16|bf16|f32|f64|index)$")
+_SCALAR_RE = re.compile(r"^(i1|i8|i16|i32|i64|f16|bf16|f32|f64|index|f8E4M3FN|f8E5M2|f8E4M3FNUZ|f8E5M2FNUZ)$")
 
 
 def parse_type(text: str):

@@ -118,7 +118,7 @@ def call(ctx: LoweringContext, op: Op):
     for a, n in zip(op.operands, sig["arg_regs"], strict=True):
         if ctx.num_regs(a) != n:
             ctx.error(op, f"internal: call to {callee.name} passes {ctx.num_regs(a)} registers for {n}")
-    args += _CALLEE_IDS + (["tmps_dbg"] if sig["debug"] else [])
+    args += _CALLEE_IDS + (["tmps_dbg"] if sig["debug"] else []) + (["tmps_locks"] if sig["locks"] else [])
     call_expr = f"{sig['name']}({', '.join(args)})"
     if not op.results:
         ctx.e.line(call_expr + ";")
@@ -152,6 +152,7 @@ def _emit_callee(ctx: LoweringContext, op: Op, func) -> dict:
     """Emit a noinline function once (per kernel) as an MSL function; returns its signature
     record: name, registers per argument / result, whether it takes the debug buffer."""
     from .debug import module_uses_debug
+    from .memory import module_uses_locks
 
     state = ctx.state
     fname = _callee_symbol(state, func)
@@ -173,8 +174,9 @@ def _emit_callee(ctx: LoweringContext, op: Op, func) -> dict:
     arg_regs = [regs(a, f"argument {i}") for i, a in enumerate(func.args)]
     res_regs = [regs(r, f"result {i}") for i, r in enumerate(op.results)]
     debug = module_uses_debug(state.module)
+    locks = module_uses_locks(state.module)  # 64-bit atomics in any function: pass the lock table on
     sig = {"func": func.name, "name": fname, "arg_regs": arg_regs, "res_regs": res_regs,
-           "debug": debug, "done": False}
+           "debug": debug, "locks": locks, "done": False}
     state.function_sigs[fname] = sig
 
     params, arg_exprs = [], []
@@ -183,7 +185,8 @@ def _emit_callee(ctx: LoweringContext, op: Op, func) -> dict:
         names = [f"p{i}_{r}" for r in range(n)] if isinstance(a.type, TensorType) else [f"p{i}"]
         params += [f"{t} {nm}" for nm in names]
         arg_exprs.append(names)
-    params += _CALLEE_ID_PARAMS + (["device uint* tmps_dbg"] if debug else [])
+    params += _CALLEE_ID_PARAMS + (["device uint* tmps_dbg"] if debug else []) + \
+        (["device atomic_uint* tmps_locks"] if locks else [])
     res_types = [ctx.msl_type(r) for r in op.results]
     fields = [f"  {t} r{i}_{r};" for i, (t, n) in enumerate(zip(res_types, res_regs, strict=True))
               for r in range(n)]

@@ -23,7 +23,8 @@ lowerings, chosen per op:
   at compile time), registers are matched at compile time; otherwise A and B go through
   threadgroup memory first (never silently wrong).
 
-Numerics: fp32/fp16/bf16 inputs multiply and accumulate in fp32 (inputs widened first);
+Numerics: fp32/fp16/bf16/fp8 inputs multiply and accumulate in fp32 (inputs widened first,
+fp8 through the exact conversion helpers of fp8.py, in the operand staging);
 input_precision "ieee", "tf32", "tf32x3" are all computed as exact fp32 products (no tf32
 rounding). max_num_imprecise_acc is ignored. int8 inputs are read as signed and accumulate in
 int32 with wrap-around. The sum is rounded once to the result type (out_dtype) at the end.
@@ -40,6 +41,7 @@ from ..ir import Op, Value
 from ..layout import Layout
 from ..lowering import LoweringContext, lowers
 from ..types import ScalarType, elem_of
+from .elementwise import fp8_to_float
 from .layout_conversion import row_major
 
 ENV = "TRITON_MPS_DOT"
@@ -65,9 +67,9 @@ def dot(ctx: LoweringContext, op: Op):
     for t in (ta, tb, tc, td):
         if not isinstance(t, ScalarType):
             ctx.error(op, f"dot of {t} is not supported")
-    if ta.name != tb.name:
+    if ta.name != tb.name and not (ta.is_fp8 and tb.is_fp8):  # Triton allows any fp8 x fp8 pair
         ctx.error(op, f"dot operands of different types ({ta} x {tb}) are not supported")
-    if ta.name in _FLOAT_IN:
+    if ta.name in _FLOAT_IN or ta.is_fp8:
         if not td.is_float or td.name not in _FLOAT_IN:
             ctx.error(op, f"dot of {ta} inputs into {td} is not supported (use a float accumulator)")
         is_int = False
@@ -136,7 +138,10 @@ def _wide(ctx: LoweringContext, v: Value, r: int, is_int: bool) -> str:
     x = ctx.expr(v, r)
     if is_int:
         return f"(int){x}"
-    return x if elem_of(v.type).name == "f32" else f"(float){x}"
+    t = elem_of(v.type)
+    if t.is_fp8:  # fp8 storage: widened exactly through its conversion helper
+        return fp8_to_float(ctx, t, x)
+    return x if t.name == "f32" else f"(float){x}"
 
 
 def _stage(ctx: LoweringContext, v: Value, buf: str, base: int, is_int: bool) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 
+from .. import fp8
 from ..ir import Op
 from ..lowering import LoweringContext, lowers
 from ..types import PointerType, ScalarType, TensorType, elem_of
@@ -22,16 +23,37 @@ def _ety(v) -> ScalarType:
 
 
 def _is_small_float(t) -> bool:
-    return isinstance(t, ScalarType) and t.name in ("f16", "bf16")
+    """Narrower than float: computed in float and rounded back (f16, bf16 and the fp8 formats)."""
+    return isinstance(t, ScalarType) and (t.name in ("f16", "bf16") or t.name in fp8.FORMATS)
+
+
+def fp8_to_float(ctx: LoweringContext, t: ScalarType, x: str) -> str:
+    """An fp8 byte `x` of type `t` as a float (exact)."""
+    name, text = fp8.to_f32_helper(fp8.FORMATS[t.name])
+    ctx.e.helper(name, text)
+    return f"{name}({x})"
+
+
+def float_to_fp8(ctx: LoweringContext, t: ScalarType, x: str, rounding: str = "rtne") -> str:
+    """A float expression `x` rounded to fp8 type `t` (`rounding` "rtne" or "rtz", saturating)."""
+    name, text = fp8.from_f32_helper(fp8.FORMATS[t.name], rounding)
+    ctx.e.helper(name, text)
+    return f"{name}({x})"
 
 
 def _f(ctx, v, r) -> str:
-    """Operand as float arithmetic input (half/bfloat widened to float)."""
+    """Operand as float arithmetic input (half/bfloat/fp8 widened to float)."""
     x = ctx.expr(v, r)
-    return f"(float){x}" if _is_small_float(_ety(v)) else x
+    t = _ety(v)
+    if isinstance(t, ScalarType) and t.is_fp8:
+        return fp8_to_float(ctx, t, x)
+    return f"(float){x}" if _is_small_float(t) else x
 
 
-def _back(t: ScalarType, x: str) -> str:
+def _back(ctx: LoweringContext, t: ScalarType, x: str) -> str:
+    """A float result `x` rounded back to the narrow type `t` (RTNE)."""
+    if isinstance(t, ScalarType) and t.is_fp8:
+        return float_to_fp8(ctx, t, x)
     return f"({t.msl()})({x})" if _is_small_float(t) else x
 
 
@@ -71,6 +93,8 @@ def _parse_scalar_text(ctx, op, txt: str, t: ScalarType):
                 return float(np.array([bits], np.uint16).view(np.float16)[0])
             if t.name == "bf16":
                 return struct.unpack("<f", struct.pack("<I", bits << 16))[0]
+            if t.is_fp8:
+                return fp8.decode(fp8.FORMATS[t.name], bits)
         return float(txt)
     return int(txt, 0)
 
@@ -127,36 +151,36 @@ def float_binary(ctx, op):
     a, b = op.operands
     t = _ety(op.results[0])
     sym = _FBIN[op.name]
-    _define_map(ctx, op, lambda r: _back(t, f"{_f(ctx, a, r)} {sym} {_f(ctx, b, r)}"))
+    _define_map(ctx, op, lambda r: _back(ctx, t, f"{_f(ctx, a, r)} {sym} {_f(ctx, b, r)}"))
 
 
 @lowers("tt.precise_divf")
 def precise_div(ctx, op):
     a, b = op.operands
     t = _ety(op.results[0])
-    _define_map(ctx, op, lambda r: _back(t, f"precise::divide({_f(ctx, a, r)}, {_f(ctx, b, r)})"), hint="div")
+    _define_map(ctx, op, lambda r: _back(ctx, t, f"precise::divide({_f(ctx, a, r)}, {_f(ctx, b, r)})"), hint="div")
 
 
 @lowers("tt.precise_sqrt")
 def precise_sqrt(ctx, op):
     (a,) = op.operands
     t = _ety(op.results[0])
-    _define_map(ctx, op, lambda r: _back(t, f"precise::sqrt({_f(ctx, a, r)})"), hint="sqrt")
+    _define_map(ctx, op, lambda r: _back(ctx, t, f"precise::sqrt({_f(ctx, a, r)})"), hint="sqrt")
 
 
 @lowers("arith.remf")
 def remf(ctx, op):
     a, b = op.operands
     t = _ety(op.results[0])
-    _define_map(ctx, op, lambda r: _back(t, f"fmod({_f(ctx, a, r)}, {_f(ctx, b, r)})"), hint="rem")
+    _define_map(ctx, op, lambda r: _back(ctx, t, f"fmod({_f(ctx, a, r)}, {_f(ctx, b, r)})"), hint="rem")
 
 
 @lowers("arith.negf")
 def negf(ctx, op):
     (a,) = op.operands
     t = _ety(op.results[0])
-    _define_map(ctx, op, lambda r: f"-{ctx.expr(a, r)}" if not _is_small_float(t) else _back(t, f"-{_f(ctx, a, r)}"),
-                hint="neg")
+    _define_map(ctx, op, lambda r: f"-{ctx.expr(a, r)}" if not _is_small_float(t)
+                else _back(ctx, t, f"-{_f(ctx, a, r)}"), hint="neg")
 
 
 _MAXIMUM = """inline float tmps_maximumf(float a, float b) {
@@ -184,7 +208,8 @@ def float_minmax(ctx, op):
         fn = "tmps_" + op.name.split(".")[1]
     else:
         fn = "fmax" if op.name == "arith.maxnumf" else "fmin"
-    _define_map(ctx, op, lambda r: _back(t, f"{fn}({_f(ctx, a, r)}, {_f(ctx, b, r)})"), hint=fn.replace("tmps_", ""))
+    _define_map(ctx, op, lambda r: _back(ctx, t, f"{fn}({_f(ctx, a, r)}, {_f(ctx, b, r)})"),
+                hint=fn.replace("tmps_", ""))
 
 
 @lowers("tt.clampf")
@@ -198,7 +223,7 @@ def clampf(ctx, op):
         core = f"fmin(fmax({xf}, {_f(ctx, lo, r)}), {_f(ctx, hi, r)})"
         if "all" in prop:
             core = f"({xf} != {xf} ? {xf} : {core})"
-        return _back(t, core)
+        return _back(ctx, t, core)
 
     _define_map(ctx, op, reg, hint="clamp")
 
@@ -278,7 +303,7 @@ def _math_expr(ctx, template: str, args: list[str]) -> str:
 def float_math(ctx, op):
     t = _ety(op.results[0])
     tpl = _MATH_F[op.name]
-    _define_map(ctx, op, lambda r: _back(t, _math_expr(ctx, tpl, [_f(ctx, a, r) for a in op.operands])),
+    _define_map(ctx, op, lambda r: _back(ctx, t, _math_expr(ctx, tpl, [_f(ctx, a, r) for a in op.operands])),
                 hint=op.name.split(".")[1])
 
 
@@ -438,7 +463,7 @@ def extern_elementwise(ctx, op):
     res = op.results[0]
     t = _ety(res)
     if t.is_float:
-        _define_map(ctx, op, lambda r: _back(t, _extern_expr(ctx, op, tpl, r)), hint=sym[5:])
+        _define_map(ctx, op, lambda r: _back(ctx, t, _extern_expr(ctx, op, tpl, r)), hint=sym[5:])
     else:
         _define_map(ctx, op, lambda r: f"({t.msl()})({_extern_expr(ctx, op, tpl, r)})", hint=sym[5:])
 
@@ -677,13 +702,15 @@ def int_to_float(ctx, op):
         x = ctx.expr(a, r)
         if src.name == "i1":
             v = f"({x} ? -1.0f : 0.0f)" if signed else f"({x} ? 1.0f : 0.0f)"
-            return _back(dst, v) if dst.name != "f32" else v
+            return _back(ctx, dst, v) if dst.name != "f32" else v
         if not signed:
             x = _u(src, x)
         if dst.name == "f32":
             return f"(float){x}"
         if dst.name == "f16":
             return f"(half){x}"
+        if dst.is_fp8:  # via float: one more rounding, exact whenever the integer fits float's 24 bits
+            return float_to_fp8(ctx, dst, f"(float){x}")
         return f"(bfloat)(float){x}"  # bfloat from integers via float (Metal converts float->bfloat)
 
     _define_map(ctx, op, reg, hint="cvt")
@@ -709,6 +736,13 @@ def float_to_int(ctx, op):
 def _float_convert(ctx, src: ScalarType, dst: ScalarType, x: str, rounding: str = "") -> str:
     if src.name == dst.name:
         return x
+    if src.is_fp8 or dst.is_fp8:
+        # Through float: exact for every upcast (fp8 values are floats, halves and bfloats), and
+        # one rounding for a downcast since half/bfloat -> float is exact.
+        xf = fp8_to_float(ctx, src, x) if src.is_fp8 else (x if src.name == "f32" else f"(float){x}")
+        if dst.is_fp8:
+            return float_to_fp8(ctx, dst, xf, "rtz" if rounding == "rtz" else "rtne")
+        return xf if dst.name == "f32" else f"({dst.msl()}){xf}"
     if dst.name == "f32":
         return f"(float){x}"
     if rounding == "rtz":
@@ -735,8 +769,8 @@ def float_casts(ctx, op):
     (a,) = op.operands
     src, dst = _ety(a), _ety(op.results[0])
     for t in (src, dst):
-        if not isinstance(t, ScalarType) or t.name not in ("f16", "bf16", "f32"):
-            ctx.error(op, f"conversion involving {t} is not supported by the Metal backend (fp8/fp64)")
+        if not isinstance(t, ScalarType) or not (t.name in ("f16", "bf16", "f32") or t.is_fp8):
+            ctx.error(op, f"conversion involving {t} is not supported by the Metal backend (fp64)")
     rounding = (op.attr("rounding") or "").lower()
     mode = "rtz" if "rtz" in rounding else ""
     _define_map(ctx, op, lambda r: _float_convert(ctx, src, dst, ctx.expr(a, r), mode), hint="cvt")

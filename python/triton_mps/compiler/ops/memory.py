@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..axis_info import AxisAnalysis, vector_runs
-from ..ir import Op
+from ..ir import Block, Module, Op
 from ..lowering import LoweringContext, lowers
 from ..types import PointerType, ScalarType, TensorType, elem_of
 
@@ -183,8 +183,94 @@ def store(ctx: LoweringContext, op: Op):
 
 _RMW_KINDS = ("fadd", "add", "and", "or", "xor", "max", "min", "umax", "umin", "exch")
 
-_NO_64BIT = ("Metal has no 64-bit atomics except u64 min/max on Apple8+ GPUs (and those return no old value), "
-             "so they are not supported")
+# 64-bit atomics. Metal has none except u64 min/max on Apple8+ GPUs, and those return no old
+# value. Every 64-bit atomic_rmw / atomic_cas runs under a spin lock from a per-device table of
+# LOCK_WORDS 32-bit words (`tmps_locks`, bound by the launcher, zero between kernels), chosen
+# by hashing the address: all 64-bit atomics on one address serialize on one lock, on different
+# addresses mostly on different locks. The data is read and written as two 32-bit atomics
+# inside the critical section (coherent with the previous holder's writes), with device-scope
+# fences around it.
+#
+# The lock-winner loop: `while (!done) { if (try_lock) { critical section; unlock; done = true; } }`.
+# A lane that wins does its whole critical section and releases the lock within the same
+# iteration. The naive form, `while (!try_lock()) {} critical section; unlock;`, can hang on a
+# GPU: lanes of one SIMD-group run in lockstep, and if the winner is masked off while the losers
+# spin (the compiler may order the divergent paths either way), the losers wait forever for a
+# lock whose holder never gets to release it.
+#
+# Cost: an uncontended 64-bit atomic is ~6 device atomics (lock CAS, two loads, two stores,
+# unlock) instead of one; contended atomics on one address (or on addresses that share a lock)
+# serialize completely, one lane per round of the loop: a SIMD-group whose 32 lanes hit one
+# address takes 32 rounds. Plain (non-atomic) 64-bit loads may see a half-written value while
+# an atomic is in progress, as with any torn 64-bit access on a 32-bit memory system.
+LOCK_WORDS = 1024
+
+_NO_64BIT_FLOAT = "Metal has no 64-bit floats, so 64-bit float atomics are not supported"
+
+
+def module_uses_locks(module: Module) -> bool:
+    """Whether any function has a 64-bit atomic (decided before lowering: the lock table takes
+    a binding)."""
+
+    def visit(block: Block) -> bool:
+        for op in block.ops:
+            if op.name in ("tt.atomic_rmw", "tt.atomic_cas") and op.results:
+                t = elem_of(op.results[0].type)
+                if isinstance(t, ScalarType) and t.bits == 64:
+                    return True
+            for region in op.regions:
+                if any(visit(b) for b in region.blocks):
+                    return True
+        return False
+
+    return any(visit(f.body) for f in module.functions.values())
+
+
+def _lock_helper(ctx: LoweringContext, name: str, t: str, body: str, extra_param: str = "") -> str:
+    """A 64-bit atomic on `device T* p` under the lock-winner loop. `body` computes `nb` (the new
+    value) from `o` (the old value) and returns whether to write it."""
+    ctx.state.uses_locks = True
+    fn = f"tmps_atomic64_{name}_{t}"
+    ctx.e.helper("tmps_lock_slot", f"""inline uint tmps_lock_slot(ulong addr) {{
+  // Fibonacci hash of the 8-byte word address -> one of {LOCK_WORDS} locks
+  return (uint)(((addr >> 3) * 0x9E3779B97F4A7C15ul) >> {64 - (LOCK_WORDS.bit_length() - 1)});
+}}
+""")
+    ctx.e.helper(fn, f"""inline {t} {fn}(device atomic_uint* locks, device {t}* p{extra_param}, {t} v) {{
+  device atomic_uint* lock = locks + tmps_lock_slot((ulong)p);
+  device atomic_uint* w = (device atomic_uint*)p;  // little-endian halves
+  {t} o = 0;
+  bool done = false;
+  while (!done) {{  // lock-winner loop: no lane waits inside a branch for another lane
+    uint free_ = 0u;
+    if (atomic_compare_exchange_weak_explicit(lock, &free_, 1u, memory_order_relaxed, memory_order_relaxed)) {{
+      atomic_thread_fence(mem_flags::mem_device, memory_order_seq_cst, thread_scope_device);
+      ulong lo = atomic_load_explicit(w, memory_order_relaxed);
+      ulong hi = atomic_load_explicit(w + 1, memory_order_relaxed);
+      o = ({t})((hi << 32) | lo);
+      {t} nb = o;
+      {body}
+      if (nb != o) {{
+        atomic_store_explicit(w, (uint)(ulong)nb, memory_order_relaxed);
+        atomic_store_explicit(w + 1, (uint)((ulong)nb >> 32), memory_order_relaxed);
+      }}
+      atomic_thread_fence(mem_flags::mem_device, memory_order_seq_cst, thread_scope_device);
+      atomic_store_explicit(lock, 0u, memory_order_relaxed);
+      done = true;
+    }}
+  }}
+  return o;
+}}
+""")
+    return fn
+
+
+_BODY64 = {
+    "add": "nb = ({t})((ulong)o + (ulong)v);",
+    "and": "nb = o & v;", "or": "nb = o | v;", "xor": "nb = o ^ v;", "exch": "nb = v;",
+    "max": "if (v > o) nb = v;", "min": "if (v < o) nb = v;",
+    "umax": "if ((ulong)v > (ulong)o) nb = v;", "umin": "if ((ulong)v < (ulong)o) nb = v;",
+}
 
 # Float max/min follow Triton's semantics. For fp32/fp64, `tl.atomic_max` is lowered by Triton's
 # frontend (the CUDA path) to a signed-integer max on the bits when the value's sign bit is clear
@@ -268,7 +354,12 @@ def _cas_helper_16(ctx, name: str, t: str, combine: str) -> str:
 def _rmw_call(ctx: LoweringContext, op: Op, kind: str, ety: ScalarType, ptr: str, val: str) -> str:
     t = ety.msl()
     if ety.bits == 64:
-        ctx.error(op, f"atomic {kind} on {ety}: {_NO_64BIT}")
+        if ety.is_float:
+            ctx.error(op, f"atomic {kind} on {ety}: {_NO_64BIT_FLOAT}")
+        if kind not in _BODY64:
+            ctx.error(op, f"atomic {kind} on {ety} is not supported")
+        fn = _lock_helper(ctx, kind, t, _BODY64[kind].format(t=t))
+        return f"{fn}(tmps_locks, {ptr}, {val})"
     if ety.is_float:
         if kind not in ("fadd", "max", "min", "exch"):
             ctx.error(op, f"atomic {kind} on {ety} is not supported")
@@ -327,7 +418,11 @@ def _cas_call(ctx: LoweringContext, op: Op, ety: ScalarType, ptr: str, cmp: str,
 """)
         return f"{fn}({ptr}, {cmp}, {val})"
     if ety.bits == 64:
-        ctx.error(op, f"atomic_cas on {ety}: {_NO_64BIT}")
+        if ety.is_float:
+            ctx.error(op, f"atomic_cas on {ety}: {_NO_64BIT_FLOAT}")
+        # bitwise comparison, like the 32-bit CAS
+        fn = _lock_helper(ctx, "cas", t, "if ((ulong)o == (ulong)cmp) nb = v;", extra_param=f", {t} cmp")
+        return f"{fn}(tmps_locks, {ptr}, {cmp}, {val})"
     ctx.error(op, f"atomic_cas on {ety}: only 16- and 32-bit types are supported")
 
 
@@ -438,3 +533,62 @@ def barrier(ctx: LoweringContext, op: Op):
     after it (CUDA's __syncthreads, which Triton's NVIDIA backend emits for it). Like CUDA,
     it must be reached by every thread (Triton emits it in uniform control flow)."""
     ctx.e.line("threadgroup_barrier(mem_flags::mem_device | mem_flags::mem_threadgroup);")
+
+
+# tt.atomic_poll (tl.atomic_poll): spin until *ptr == expected; with a timeout, give up and
+# return false. MSL has no clock a kernel can read, so a timeout is a poll budget: one poll
+# per POLL_NS nanoseconds of timeout_ns, at least one (timeout_ns = 0 checks once). Loads are
+# 32-bit device atomics (16-bit values from their containing word; 64-bit values as two halves,
+# high half read twice so that a value changing under us is not taken for a match). acquire
+# adds a device-scope fence after the match.
+POLL_NS = 64
+
+
+def _poll_helper(ctx: LoweringContext, ety: ScalarType) -> str:
+    t, u = ety.msl(), ety.msl_unsigned()
+    fn = f"tmps_atomic_poll_{t}"
+    if ety.bits == 32:
+        load = "uint v = atomic_load_explicit((device atomic_uint*)p, memory_order_relaxed);"
+    elif ety.bits == 16:
+        load = ("uint shift = ((ulong)p & 2ul) ? 16u : 0u;\n"
+                "    device atomic_uint* w = (device atomic_uint*)(p - (((ulong)p >> 1) & 1ul));\n"
+                "    ushort v = (ushort)(atomic_load_explicit(w, memory_order_relaxed) >> shift);")
+    else:
+        load = ("device atomic_uint* w = (device atomic_uint*)p;\n"
+                "    uint hi = atomic_load_explicit(w + 1, memory_order_relaxed);\n"
+                "    uint lo = atomic_load_explicit(w, memory_order_relaxed);\n"
+                "    if (atomic_load_explicit(w + 1, memory_order_relaxed) != hi) continue;\n"
+                "    ulong v = ((ulong)hi << 32) | lo;")
+    ctx.e.helper(fn, f"""inline bool {fn}(device {t}* p, {t} expected, bool timed, ulong polls) {{
+  // spin until *p == expected; with a timeout, at most `polls` loads
+  for (ulong n = 0ul;; ) {{
+    {load}
+    if (({u})v == ({u})expected) return true;
+    if (timed && ++n >= polls) return false;
+  }}
+}}
+""")
+    return fn
+
+
+@lowers("tt.atomic_poll")
+def atomic_poll(ctx: LoweringContext, op: Op):
+    ptr, expected = op.operands[0], op.operands[1]
+    timeout = op.operands[2] if len(op.operands) > 2 else None
+    ety = elem_of(expected.type)
+    if not isinstance(ety, ScalarType) or ety.is_float or ety.bits not in (16, 32, 64):
+        ctx.error(op, f"atomic_poll on {ety}: 16-, 32- and 64-bit integers are supported")
+    fn = _poll_helper(ctx, ety)
+    acquire = " acquire," in op.text.split("tt.atomic_poll", 1)[1].split("%", 1)[0] + ","
+    e = ctx.e
+    if timeout is not None:
+        polls = e.fresh("polls")
+        e.line(f"ulong {polls} = (ulong){ctx.expr(timeout, 0)} / {POLL_NS}ul + 1ul;")
+        timed, budget = "true", polls
+    else:
+        timed, budget = "false", "0ul"
+    res = op.results[0]
+    ctx.define(res, lambda r: f"{fn}({ctx.expr(ptr, r)}, {ctx.expr(expected, r)}, {timed}, {budget})",
+               hint=ctx.hint(res, "polled"))
+    if acquire:
+        e.line("atomic_thread_fence(mem_flags::mem_device, memory_order_seq_cst, thread_scope_device);")

@@ -332,6 +332,53 @@ def _scan_plan(lay: Layout, axis: int):
     return [(kind, j) for _, kind, j in steps]
 
 
+_CARRY_OPS = {"arith.addf": "+", "arith.mulf": "*"}
+
+
+def _narrow_float_sum(ctx: LoweringContext, op: Op) -> tuple[str, str] | None:
+    """(MSL type half/bfloat, "+" or "*") when the scan is a plain sum or product of one
+    f16/bf16 operand (the combine region is one arith.addf/mulf of its two arguments)."""
+    if len(op.operands) != 1 or len(op.regions) != 1 or len(op.regions[0].blocks) != 1:
+        return None
+    t = ctx.msl_type(op.operands[0])
+    if t not in ("half", "bfloat"):
+        return None
+    block = op.regions[0].blocks[0]
+    if len(block.ops) != 2 or block.ops[0].name not in _CARRY_OPS:
+        return None
+    add = block.ops[0]
+    if {id(v) for v in add.operands} != {id(v) for v in block.args} or len(add.operands) != 2:
+        return None
+    ret = block.ops[1]
+    if len(ret.operands) != 1 or ret.operands[0] is not add.results[0]:
+        return None
+    return t, _CARRY_OPS[add.name]
+
+
+class _FloatSum:
+    """Combine of a narrow-float sum (or product) carried in float: each partial result is a
+    float (inputs widen exactly), and the result is rounded to half/bfloat once. Rounding every
+    step, as the region literally says, makes a bf16 cumsum drift by several ulps over a few
+    hundred elements (Triton's tests compare with rtol 1e-2 against an fp32 cumsum); the
+    reassociation freedom that every scan already uses covers the wider carry too."""
+
+    types = ["float"]
+
+    def __init__(self, ctx: LoweringContext, sym: str):
+        self.ctx = ctx
+        self.sym = sym
+        self.memo: dict[tuple, tuple] = {}
+
+    def __call__(self, a, b, memo: bool = True) -> tuple:
+        key = (tuple(a), tuple(b))
+        if memo and key in self.memo:
+            return self.memo[key]
+        res = (_var(self.ctx, "float", f"(float)({a[0]}) {self.sym} (float)({b[0]})", "cmb"),)
+        if memo:
+            self.memo[key] = res
+        return res
+
+
 @lowers("tt.scan")
 def scan_op(ctx: LoweringContext, op: Op):
     srcs, results = op.operands, op.results
@@ -340,8 +387,14 @@ def scan_op(ctx: LoweringContext, op: Op):
     lay = _same_layouts(ctx, op, srcs)
     if axis is None or not 0 <= axis < lay.rank:
         ctx.error(op, f"bad scan axis {axis}")
-    types = [ctx.msl_type(s) for s in srcs]
-    comb = _Combiner(ctx, op, types)
+    carry = _narrow_float_sum(ctx, op)
+    narrow = carry[0] if carry is not None else None
+    if carry is not None:
+        types = ["float"]
+        comb = _FloatSum(ctx, carry[1])
+    else:
+        types = [ctx.msl_type(s) for s in srcs]
+        comb = _Combiner(ctx, op, types)
     rlay = ctx.layout(results[0])
     plan = _scan_plan(lay, axis)
     e = ctx.e
@@ -356,6 +409,8 @@ def scan_op(ctx: LoweringContext, op: Op):
         m = register_map(lay, rlay)
         if m is None:
             ctx.error(op, "scan result layout differs from its operand's layout")
+    if narrow is not None:  # one rounding of each float partial sum to half/bfloat
+        P = [(_var(ctx, narrow, f"({narrow}){p[0]}", "sum"),) for p in P]
     for i, res in enumerate(results):
         ctx.bind(res, [P[m[r]][i] for r in range(rlay.num_regs)])
 
@@ -368,7 +423,9 @@ def _scan_hypercube(ctx, op, lay: Layout, plan, reverse: bool, types, comb) -> l
     srcs = op.operands
     e = ctx.e
     R = lay.num_regs
-    x = [tuple(ctx.expr(s, r) for s in srcs) for r in range(R)]
+    # operands in the scan's carry types (a narrow-float sum carries float: _FloatSum)
+    x = [tuple(ctx.expr(s, r) if ctx.msl_type(s) == t else f"(({t}){ctx.expr(s, r)})"
+               for s, t in zip(srcs, types, strict=True)) for r in range(R)]
     lead = 0
     while lead < len(plan) and plan[lead][0] == "reg":
         lead += 1
