@@ -173,3 +173,42 @@ kernel void rows(device Row* out [[buffer(0)]], const device Row* in [[buffer(1)
     with pytest.raises(triton_mps.DispatchError, match=want):
         k(out, x, 1, grid=1, threads=4)
         sim.synchronize()
+
+
+def test_triton_kernel_with_a_mask_bug_is_stopped(tmp_path):
+    """A Triton kernel whose mask lets one element past the end through: DispatchError through
+    kernel[grid](...) (child process: Triton needs its kernel source in a file). The bounds are
+    the tensor's storage (its allocation, as compute-sanitizer checks), so the output here owns
+    its storage; a view into a larger tensor may be addressed anywhere in that storage."""
+    import subprocess
+    import sys
+
+    script = tmp_path / "mask_bug.py"
+    script.write_text(r'''
+import os
+os.environ["TRITON_BACKEND"] = "mps"
+import torch, triton, triton.language as tl
+import triton_mps
+
+@triton.jit
+def copy(x, out, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    v = tl.load(x + offs, mask=offs < n)
+    tl.store(out + offs, v, mask=offs <= n)   # bug: one past the end
+
+x, out = torch.rand(1000), torch.full((1000,), 7.0)
+try:
+    copy[(4,)](x, out, 1000, BLOCK=256)
+    print("NO ERROR")
+except triton_mps.DispatchError as e:
+    print("ERROR", e)
+copy[(4,)](x, out, 999, BLOCK=256)  # in bounds now (stores offs <= 999): the process is still usable
+print("USABLE", bool(torch.equal(out[:999], x[:999])))
+''')
+    env = dict(os.environ, TRITON_CACHE_DIR=str(tmp_path / "triton"), TRITON_MPS_CACHE_DIR=str(tmp_path / "mps"))
+    env.pop("TRITON_MPS_MEMCHECK", None)
+    r = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "ERROR kernel 'copy': out-of-bounds store of 4 bytes past the end of buffer(1)" in r.stdout, r.stdout
+    assert "byte offset 4000 (element 1000)" in r.stdout, r.stdout
+    assert "USABLE True" in r.stdout, r.stdout
