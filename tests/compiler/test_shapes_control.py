@@ -200,16 +200,18 @@ def test_convert_layout_paths(num_warps):
 
 
 @triton.jit
-def atomic64_kernel(x, o):
-    v = tl.load(x)
-    tl.atomic_add(o, v)  # 64-bit integer atomics: Metal has only u64 min/max (M2+)
+def inline_asm_kernel(x, o):
+    v = tl.load(x + tl.arange(0, 32))
+    y = tl.inline_asm_elementwise("mov.b32 $0, $1;", "=r,r", [v], dtype=tl.int32, is_pure=True, pack=1)
+    tl.store(o + tl.arange(0, 32), y)
 
 
 def test_unsupported_op_error():
-    sig = {"x": "*i64", "o": "*i64"}
-    mod, ctx = make_ttgir(atomic64_kernel, sig, {}, 1)
+    """An op with no MSL lowering (PTX inline assembly) names the op, the kernel and the line."""
+    sig = {"x": "*i32", "o": "*i32"}
+    mod, ctx = make_ttgir(inline_asm_kernel, sig, {}, 1)
     with pytest.raises(CompilationError) as ei:
-        compile_ttgir(mod, num_warps=1, signature=sig, constants={}, kernel_name="atomic64_kernel", context=ctx)
+        compile_ttgir(mod, num_warps=1, signature=sig, constants={}, kernel_name="inline_asm_kernel", context=ctx)
     msg = str(ei.value)
-    assert "atomic64_kernel" in msg and "test_shapes_control.py" in msg and "tt.atomic_rmw" in msg
-    assert ei.value.line == atomic64_kernel.fn.__code__.co_firstlineno + 3
+    assert "inline_asm_kernel" in msg and "test_shapes_control.py" in msg and "tt.elementwise_inline_asm" in msg, msg
+    assert ei.value.line == inline_asm_kernel.fn.__code__.co_firstlineno + 3
