@@ -109,6 +109,14 @@ class Module:
     functions: dict[str, Function]
     text: str
 
+    def any_op(self, pred) -> bool:
+        """Whether an op of any function, nested regions included, satisfies `pred(op)`."""
+
+        def visit(block: Block) -> bool:
+            return any(pred(op) or any(visit(b) for r in op.regions for b in r.blocks) for op in block.ops)
+
+        return any(visit(f.body) for f in self.functions.values())
+
 
 _LOC_RE = re.compile(r'loc\((?:"([^"]*)"\()?"([^"]+)":(\d+):(\d+)')
 

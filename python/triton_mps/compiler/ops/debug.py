@@ -26,7 +26,7 @@ import sys
 
 import numpy as np
 
-from ..ir import Block, Module, Op
+from ..ir import Module, Op
 from ..lowering import LoweringContext, lowers
 from ..types import PointerType, TensorType, elem_of
 
@@ -55,17 +55,7 @@ def buffer_words() -> int:
 def module_uses_debug(module: Module) -> bool:
     """Whether any function of the module has a tt.assert or tt.print (decided before lowering,
     since the debug buffer takes a binding)."""
-
-    def visit(block: Block) -> bool:
-        for op in block.ops:
-            if op.name in DEBUG_OPS:
-                return True
-            for region in op.regions:
-                if any(visit(b) for b in region.blocks):
-                    return True
-        return False
-
-    return any(visit(f.body) for f in module.functions.values())
+    return module.any_op(lambda op: op.name in DEBUG_OPS)
 
 
 def metadata(state, binding: int) -> dict:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..axis_info import AxisAnalysis, vector_runs
-from ..ir import Block, Module, Op
+from ..ir import Module, Op
 from ..lowering import LoweringContext, lowers
 from ..types import PointerType, ScalarType, TensorType, elem_of
 
@@ -212,18 +212,13 @@ def module_uses_locks(module: Module) -> bool:
     """Whether any function has a 64-bit atomic (decided before lowering: the lock table takes
     a binding)."""
 
-    def visit(block: Block) -> bool:
-        for op in block.ops:
-            if op.name in ("tt.atomic_rmw", "tt.atomic_cas") and op.results:
-                t = elem_of(op.results[0].type)
-                if isinstance(t, ScalarType) and t.bits == 64:
-                    return True
-            for region in op.regions:
-                if any(visit(b) for b in region.blocks):
-                    return True
-        return False
+    def is_atomic64(op) -> bool:
+        if op.name not in ("tt.atomic_rmw", "tt.atomic_cas") or not op.results:
+            return False
+        t = elem_of(op.results[0].type)
+        return isinstance(t, ScalarType) and t.bits == 64
 
-    return any(visit(f.body) for f in module.functions.values())
+    return module.any_op(is_atomic64)
 
 
 def _lock_helper(ctx: LoweringContext, name: str, t: str, body: str, extra_param: str = "") -> str:
