@@ -4,30 +4,8 @@ import numpy as np
 import pytest
 import triton
 import triton.language as tl
+from tmps_testing import rmw_kernel
 from ttgir_harness import bf16_to_f32, compile_kernel, f32_to_bf16, poison
-
-
-@triton.jit
-def rmw_kernel(ptr, val_ptr, old_ptr, n, KIND: tl.constexpr, NB: tl.constexpr, BLOCK: tl.constexpr):
-    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    mask = offs < n
-    v = tl.load(val_ptr + offs, mask=mask)
-    slot = ptr + offs % NB
-    if KIND == "add":
-        old = tl.atomic_add(slot, v, mask=mask)
-    elif KIND == "max":
-        old = tl.atomic_max(slot, v, mask=mask)
-    elif KIND == "min":
-        old = tl.atomic_min(slot, v, mask=mask)
-    elif KIND == "and":
-        old = tl.atomic_and(slot, v, mask=mask)
-    elif KIND == "or":
-        old = tl.atomic_or(slot, v, mask=mask)
-    elif KIND == "xor":
-        old = tl.atomic_xor(slot, v, mask=mask)
-    else:
-        old = tl.atomic_xchg(slot, v, mask=mask)
-    tl.store(old_ptr + offs, old, mask=mask)
 
 
 def _run_rmw(kind, dtype, num_warps, nb=7, n=1000, block=128):

@@ -10,29 +10,7 @@ import pytest
 import torch
 import triton
 import triton.language as tl
-
-
-@triton.jit
-def _rmw(P, V, Out, n, NADDR: tl.constexpr, KIND: tl.constexpr, BLOCK: tl.constexpr):
-    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    m = offs < n
-    v = tl.load(V + offs, mask=m)
-    ptr = P + offs % NADDR
-    if KIND == "add":
-        old = tl.atomic_add(ptr, v, mask=m)
-    elif KIND == "max":
-        old = tl.atomic_max(ptr, v, mask=m)
-    elif KIND == "min":
-        old = tl.atomic_min(ptr, v, mask=m)
-    elif KIND == "xchg":
-        old = tl.atomic_xchg(ptr, v, mask=m)
-    elif KIND == "and":
-        old = tl.atomic_and(ptr, v, mask=m)
-    elif KIND == "or":
-        old = tl.atomic_or(ptr, v, mask=m)
-    else:
-        old = tl.atomic_xor(ptr, v, mask=m)
-    tl.store(Out + offs, old, mask=m)
+from tmps_testing import rmw_kernel
 
 
 def _dev(mps_driver):
@@ -63,7 +41,7 @@ def test_rmw64(mps_driver, kind, signed, naddr):
     dev = _dev(mps_driver)
     p, vv = init.clone().view(dt).to(dev), v.view(dt).to(dev)
     o = torch.full((n,), 0x5555, dtype=dt, device=dev)
-    _rmw[(triton.cdiv(n, 128),)](p, vv, o, n, NADDR=naddr, KIND=kind, BLOCK=128)
+    rmw_kernel[(triton.cdiv(n, 128),)](p, vv, o, n, NB=naddr, KIND=kind, BLOCK=128)
     final, olds = p.cpu().view(torch.int64), o.cpu().view(torch.int64)
 
     def u(x: int) -> int:  # the unsigned reading of a 64-bit value
