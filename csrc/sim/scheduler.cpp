@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -52,6 +53,18 @@ struct Lane {
   alignas(16) unsigned char deposit[TMPS_SIM_EXCHANGE_SLOT];
 };
 
+// What the race check knows of one byte of threadgroup memory: who touched it since the last
+// barrier (SIMD-group index + 1; 0 none; kMany for several readers) and where.
+constexpr uint16_t kMany = 0xFFFF;
+struct TgShadow {
+  uint32_t generation = 0;  // the threadgroup this entry belongs to (stale entries: unwritten)
+  uint32_t epoch = 0;       // barrier interval of writer/reader
+  uint16_t writer = 0, reader = 0;
+  bool written = false;     // written since the threadgroup started
+  const void* writer_pc = nullptr;
+  const void* reader_pc = nullptr;
+};
+
 // Shared by the workers of one dispatch.
 struct DispatchState {
   const LaunchSpec* spec = nullptr;
@@ -64,6 +77,8 @@ struct DispatchState {
   std::atomic<bool> stop{false};
   std::atomic<bool> timed_out{false};  // set by the watchdog
   tmps_sim_memcheck mc{};              // memcheck's fast path: buffers and stop words
+  uint32_t checks = 0;                 // TMPS_CHECK_*: $TRITON_MPS_RACECHECK, $TRITON_MPS_SIM_INTERLEAVE
+  uint64_t seed = 0;                   // interleaving: the schedule's seed
   unsigned interrupts_at_start = 0;    // interrupt_count() when the dispatch began
   double timeout_s = 0;
 
@@ -146,6 +161,15 @@ struct Worker {
   bool aborting = false;
   ErrorKind abort_kind = ErrorKind::Dispatch;
   std::string abort_message;
+
+  // Race check (TMPS_CHECK_RACE): one entry per byte of the threadgroup arena, valid for the
+  // threadgroup `generation` it was written in (no clearing between threadgroups).
+  std::vector<TgShadow> shadow;
+  uint32_t generation = 0;  // bumped at each threadgroup start
+  uint32_t epoch = 0;       // threadgroup barriers passed in this threadgroup
+  // Interleaving (TMPS_CHECK_INTERLEAVE): the schedule's random state, and the lanes that can run.
+  uint64_t rng = 0;
+  std::vector<uint32_t> runnable;
 };
 
 namespace {
@@ -292,34 +316,177 @@ inline bool within(uintptr_t a, uint64_t size, const std::vector<T>& v) {
   return within(a, size, lo, lo + v.size() * sizeof(T));
 }
 
+// Where an access lands, for memcheck and the extra checks.
+enum class Region { Buffer, Threadgroup, Private, Bad };
+
+Region locate(Worker* w, uintptr_t a, uint64_t size) {
+  const AccessMap& m = w->d->access;
+  if (m.in_buffer(a, size)) return Region::Buffer;
+  // The calling thread's own stack: from this frame up to the top of its stack.
+  const auto here = reinterpret_cast<uintptr_t>(__builtin_frame_address(0));
+  const uintptr_t top = w->fiber_mode ? reinterpret_cast<uintptr_t>(w->stacks[w->current]->top()) : w->stack_top;
+  if (within(a, size, here, top)) return Region::Private;
+  const auto arena = reinterpret_cast<uintptr_t>(w->arena.get());
+  if (within(a, size, arena, arena + w->tg_used)) return Region::Threadgroup;
+  const auto self = reinterpret_cast<uintptr_t>(w);
+  if (within(a, size, self, self + sizeof(Worker)) || within(a, size, w->threads) || within(a, size, w->snapshots))
+    return Region::Private;
+  if (m.in_allowed(a, size)) return Region::Private;
+  return Region::Bad;
+}
+
+[[noreturn]] void report_out_of_bounds(Worker* w, uintptr_t a, uint64_t size, bool write, const void* pc) {
+  std::string line = source_line_of(pc);
+  set_abort(w, ErrorKind::Dispatch,
+            "kernel '" + kname(w->d->kernel) + "': " + w->d->access.describe(a, size, write) + " by " + thread_desc(*w) +
+                (line.empty() ? std::string() : " at " + line) +
+                "; the access was stopped before it happened (memcheck; TRITON_MPS_MEMCHECK=0 turns it off)");
+  abort_kernel(w);
+}
+
+// ---- the race check (TMPS_CHECK_RACE) ----------------------------------------------------------
+// Threadgroup memory only. Two accesses to a byte conflict when they come from different
+// SIMD-groups between the same two threadgroup barriers and one of them is a plain write
+// (atomics never conflict). Lanes of one SIMD-group are taken to run in lockstep, as they do
+// on Apple GPUs, so conflicts inside a SIMD-group are not reported. A read of a byte no thread
+// of the threadgroup has written is reported too: Metal leaves threadgroup memory undefined.
+
+// "[[threadgroup(1)]] byte 12" or "threadgroup variable byte 12": where `off` lies in the arena.
+std::string threadgroup_place(const Worker& w, uint64_t off) {
+  const auto arena = reinterpret_cast<uintptr_t>(w.arena.get());
+  for (uint32_t n = 0; n < TMPS_SIM_MAX_THREADGROUP_BINDINGS; ++n) {
+    if (!w.tg_buffers[n]) continue;
+    const uint64_t lo = reinterpret_cast<uintptr_t>(w.tg_buffers[n]) - arena;
+    if (off >= lo && off < lo + w.d->spec->threadgroup_lengths[n])
+      return "[[threadgroup(" + std::to_string(n) + ")]] memory at byte " + std::to_string(off - lo);
+  }
+  uint64_t best = 0;
+  bool found = false;
+  for (const auto& st : w.statics) {  // the static starting last at or before `off`
+    const uint64_t lo = reinterpret_cast<uintptr_t>(st.second) - arena;
+    if (lo <= off && (!found || lo > best)) best = lo, found = true;
+  }
+  if (found) return "a threadgroup variable at byte " + std::to_string(off - best);
+  return "threadgroup memory at byte " + std::to_string(off);
+}
+
+std::string simd_who(uint16_t unit) {
+  return unit == kMany ? std::string("other SIMD-groups") : "SIMD-group " + std::to_string(unit - 1);
+}
+
+std::string line_or_unknown(const void* pc) {
+  std::string l = source_line_of(pc);
+  return l.empty() ? std::string("an unknown line") : l;
+}
+
+[[noreturn]] void report_check(Worker* w, const std::string& what) {
+  set_abort(w, ErrorKind::Dispatch,
+            "kernel '" + kname(w->d->kernel) + "': " + what + " (race check; TRITON_MPS_RACECHECK=0 turns it off)");
+  abort_kernel(w);
+}
+
+TgShadow& shadow_of(Worker* w, uint64_t off) {
+  TgShadow& s = w->shadow[off];
+  if (s.generation != w->generation) {
+    s = TgShadow{};
+    s.generation = w->generation;
+    s.epoch = w->epoch;
+  }
+  if (s.epoch != w->epoch) {  // a barrier since: earlier accesses no longer conflict
+    s.epoch = w->epoch;
+    s.writer = s.reader = 0;
+  }
+  return s;
+}
+
+void check_threadgroup(Worker* w, uint64_t off, uint64_t size, bool write, const void* pc) {
+  const auto me = static_cast<uint16_t>(w->current / kSimd + 1);
+  const std::string who = thread_desc(*w) + " (SIMD-group " + std::to_string(me - 1) + ")";
+  for (uint64_t i = off; i < off + size; ++i) {
+    TgShadow& s = shadow_of(w, i);
+    if (!write && !s.written)
+      report_check(w, "read of uninitialized threadgroup memory: " + who + " reads " + std::to_string(size) +
+                          " byte" + (size == 1 ? "" : "s") + " of " + threadgroup_place(*w, i) + " at " +
+                          line_or_unknown(pc) + ", which no thread of the threadgroup has written (Metal leaves it undefined)");
+    if (s.writer && s.writer != me)
+      report_check(w, "threadgroup memory race: " + who + (write ? " writes " : " reads ") + threadgroup_place(*w, i) +
+                          " at " + line_or_unknown(pc) + ", which " + simd_who(s.writer) + " wrote at " +
+                          line_or_unknown(s.writer_pc) +
+                          " with no threadgroup_barrier between them");
+    if (write && s.reader && s.reader != me)
+      report_check(w, "threadgroup memory race: " + who + " writes " + threadgroup_place(*w, i) + " at " +
+                          line_or_unknown(pc) + ", which " + simd_who(s.reader) + " read at " +
+                          line_or_unknown(s.reader_pc) + " with no threadgroup_barrier between them");
+    if (write) {
+      s.writer = me;
+      s.writer_pc = pc;
+      s.written = true;
+    } else {
+      s.reader = (s.reader == 0 || s.reader == me) ? me : kMany;
+      s.reader_pc = pc;
+    }
+  }
+}
+
+// An atomic reads its object: it must have been written (atomics never race).
+void check_threadgroup_atomic(Worker* w, uint64_t off, uint64_t size, const void* pc) {
+  for (uint64_t i = off; i < off + size; ++i)
+    if (!shadow_of(w, i).written)
+      report_check(w, "atomic on uninitialized threadgroup memory: " + thread_desc(*w) + " at " + line_or_unknown(pc) +
+                          " updates " + threadgroup_place(*w, i) +
+                          ", which no thread of the threadgroup has written (Metal leaves it undefined)");
+}
+
+// ---- interleaving (TMPS_CHECK_INTERLEAVE) --------------------------------------------------------
+// At every device or threadgroup memory access and atomic, the running thread gives way with
+// probability 1/2; the scheduler then resumes a runnable thread of the threadgroup chosen at
+// random. Seeded per dispatch and threadgroup, so a failing schedule repeats.
+
+uint64_t next_random(uint64_t& state) {  // splitmix64
+  uint64_t z = (state += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+void maybe_yield(Worker* w) {
+  if (!w->fiber_mode || !(next_random(w->rng) & 1)) return;
+  block(w);  // still Runnable: the scheduler picks who runs next
+  if (cancelled(*w->d)) stop_kernel(w);
+}
+
 // Memcheck (see memcheck.h). The common case, an access inside a bound buffer, is the first test.
 void rt_check_access(const void* addr, tmps_u64 size, tmps_u32 is_write, const void* pc) {
   Worker* w = tls_worker;
   if (!w || !w->d) return;  // kernel code run outside a dispatch (a test calling it directly)
   if (cancelled(*w->d)) stop_kernel(w);  // memcheck builds: every access is a point to stop at
   const auto a = reinterpret_cast<uintptr_t>(addr);
-  const AccessMap& m = w->d->access;
-  if (m.in_buffer(a, size)) return;
-  // The calling thread's own stack: from this frame up to the top of its stack.
-  const auto here = reinterpret_cast<uintptr_t>(__builtin_frame_address(0));
-  const uintptr_t top = w->fiber_mode ? reinterpret_cast<uintptr_t>(w->stacks[w->current]->top()) : w->stack_top;
-  if (within(a, size, here, top)) return;
-  const auto arena = reinterpret_cast<uintptr_t>(w->arena.get());
-  if (within(a, size, arena, arena + w->tg_used)) return;
-  const auto self = reinterpret_cast<uintptr_t>(w);
-  if (within(a, size, self, self + sizeof(Worker)) || within(a, size, w->threads) || within(a, size, w->snapshots)) return;
-  if (m.in_allowed(a, size)) return;
-  std::string line = source_line_of(pc);
-  set_abort(w, ErrorKind::Dispatch,
-            "kernel '" + kname(w->d->kernel) + "': " + m.describe(a, size, is_write != 0) + " by " + thread_desc(*w) +
-                (line.empty() ? std::string() : " at " + line) +
-                "; the access was stopped before it happened (memcheck; TRITON_MPS_MEMCHECK=0 turns it off)");
-  abort_kernel(w);
+  const Region r = locate(w, a, size);
+  if (r == Region::Bad) report_out_of_bounds(w, a, size, is_write != 0, pc);
+  const uint32_t checks = w->d->checks;
+  if (!checks || r == Region::Private) return;
+  if (r == Region::Threadgroup && (checks & TMPS_CHECK_RACE))
+    check_threadgroup(w, a - reinterpret_cast<uintptr_t>(w->arena.get()), size, is_write != 0, pc);
+  if (checks & TMPS_CHECK_INTERLEAVE) maybe_yield(w);
+}
+
+void rt_atomic_access(const void* addr, tmps_u64 size, const void* pc) {
+  Worker* w = tls_worker;
+  if (!w || !w->d) return;
+  if (cancelled(*w->d)) stop_kernel(w);
+  const auto a = reinterpret_cast<uintptr_t>(addr);
+  const Region r = locate(w, a, size);
+  if (r == Region::Bad) report_out_of_bounds(w, a, size, true, pc);
+  const uint32_t checks = w->d->checks;
+  if (!checks || r == Region::Private) return;
+  if (r == Region::Threadgroup && (checks & TMPS_CHECK_RACE))
+    check_threadgroup_atomic(w, a - reinterpret_cast<uintptr_t>(w->arena.get()), size, pc);
+  if (checks & TMPS_CHECK_INTERLEAVE) maybe_yield(w);
 }
 
 const tmps_sim_runtime kRuntime = {
     TMPS_SIM_ABI_VERSION, rt_threadgroup_barrier, rt_simdgroup_barrier, rt_simd_exchange,
-    rt_threadgroup_static, rt_fail, rt_current_thread, rt_check_access,
+    rt_threadgroup_static, rt_fail, rt_current_thread, rt_check_access, rt_atomic_access,
 };
 
 // ---- fault signals ---------------------------------------------------------------------------
@@ -394,6 +561,14 @@ void start_group(Worker& w, uint64_t g) {
 
   w.statics.clear();
   w.tg_used = 0;
+  if (d.checks & TMPS_CHECK_RACE) {
+    if (++w.generation == 0) {  // wrapped: stale entries could look current
+      std::fill(w.shadow.begin(), w.shadow.end(), TgShadow{});
+      w.generation = 1;
+    }
+    w.epoch = 0;
+  }
+  if (d.checks & TMPS_CHECK_INTERLEAVE) w.rng = d.seed ^ (g * 0xD1B54A32D192ED03ull);
   for (uint32_t n = 0; n < TMPS_SIM_MAX_THREADGROUP_BINDINGS; ++n) {
     uint32_t len = d.spec->threadgroup_lengths[n];
     if (!len) {
@@ -527,15 +702,35 @@ void run_group_fibers(Worker& w) {
     w.lanes[i].state = LaneState::Runnable;
     w.lanes[i].sp = fiber_prepare(*w.stacks[i], fiber_main, &w, (i % 61) * 64);
   }
+  const bool interleave = (d.checks & TMPS_CHECK_INTERLEAVE) != 0;
+  auto resume = [&w](uint32_t i) {
+    w.current = i;
+    w.cur_thread = &w.threads[i];
+    w.in_kernel = 1;
+    fiber_switch(&w.sched_sp, w.lanes[i].sp);
+    w.in_kernel = 0;
+  };
   for (;;) {
-    for (uint32_t i = 0; i < n; ++i) {
-      if (w.lanes[i].state != LaneState::Runnable) continue;
-      w.current = i;
-      w.cur_thread = &w.threads[i];
-      w.in_kernel = 1;
-      fiber_switch(&w.sched_sp, w.lanes[i].sp);
-      w.in_kernel = 0;
-      if (w.aborting) return;
+    if (interleave) {  // a random runnable lane at a time, until none is runnable
+      w.runnable.clear();
+      for (uint32_t i = 0; i < n; ++i)
+        if (w.lanes[i].state == LaneState::Runnable) w.runnable.push_back(i);
+      while (!w.runnable.empty()) {
+        const size_t k = next_random(w.rng) % w.runnable.size();
+        const uint32_t i = w.runnable[k];
+        resume(i);
+        if (w.aborting) return;
+        if (w.lanes[i].state != LaneState::Runnable) {
+          w.runnable[k] = w.runnable.back();
+          w.runnable.pop_back();
+        }
+      }
+    } else {  // lane order, each until it blocks
+      for (uint32_t i = 0; i < n; ++i) {
+        if (w.lanes[i].state != LaneState::Runnable) continue;
+        resume(i);
+        if (w.aborting) return;
+      }
     }
     if (complete_collectives(w, n)) continue;
     // Nothing runnable and no collective pending: everyone left is at a threadgroup barrier.
@@ -556,6 +751,7 @@ void run_group_fibers(Worker& w) {
     if (waiting == 0 && other == 0) return;  // threadgroup finished
     if (other == 0 && done == 0 && same_line) {  // the common case: release the barrier
       for (uint32_t i = 0; i < n; ++i) w.lanes[i].state = LaneState::Runnable;
+      ++w.epoch;
       continue;
     }
     w.cur_thread = nullptr;
@@ -587,7 +783,8 @@ void ensure_arena(Worker& w) {
 // Per-dispatch buffers of a worker; stacks only grow.
 void prepare_worker(Worker& w, DispatchState& d) {
   w.d = &d;
-  w.fiber_mode = d.kernel->needs_fibers != 0;
+  w.fiber_mode = d.kernel->needs_fibers != 0 || (d.checks & TMPS_CHECK_INTERLEAVE) != 0;
+  if ((d.checks & TMPS_CHECK_RACE) && w.shadow.empty()) w.shadow.resize(kMaxThreadgroupMemory);
   w.aborting = false;
   w.fault_sig = 0;
   w.args.buffers = d.spec->buffers.data();
@@ -661,6 +858,30 @@ double dispatch_timeout_s() {
   if (end == v || *end != '\0' || !(t >= 0) || t > 1e9)
     throw InvalidArgument(std::string("TRITON_MPS_TIMEOUT must be a number of seconds >= 0 (0: no limit), got '") + v + "'");
   return t;
+}
+
+// $TRITON_MPS_RACECHECK (0/1) and $TRITON_MPS_SIM_INTERLEAVE (a seed; 0 or unset: off).
+uint32_t dispatch_checks(uint64_t& seed) {
+  uint32_t checks = 0;
+  const char* v = std::getenv("TRITON_MPS_RACECHECK");
+  if (v && *v) {
+    if (std::strcmp(v, "1") == 0)
+      checks |= TMPS_CHECK_RACE;
+    else if (std::strcmp(v, "0") != 0)
+      throw InvalidArgument(std::string("TRITON_MPS_RACECHECK must be 0 or 1, got '") + v + "'");
+  }
+  v = std::getenv("TRITON_MPS_SIM_INTERLEAVE");
+  if (v && *v) {
+    char* end = nullptr;
+    errno = 0;
+    const unsigned long long x = std::strtoull(v, &end, 10);
+    if (end == v || *end != '\0' || errno != 0 || v[0] == '-')
+      throw InvalidArgument(std::string("TRITON_MPS_SIM_INTERLEAVE must be a seed (a non-negative integer; 0: off), got '") +
+                            v + "'");
+    if (x) checks |= TMPS_CHECK_INTERLEAVE;
+    seed = x;
+  }
+  return checks;
 }
 
 unsigned default_workers() {
@@ -758,8 +979,16 @@ void Scheduler::run(const LaunchSpec& spec) {
   if (nthreads == 0 || ngroups == 0) return;
 
   const double timeout = dispatch_timeout_s();
+  uint64_t seed = 0;
+  const uint32_t checks = dispatch_checks(seed);
+  if (checks && !spec.memcheck_slot)
+    throw InvalidArgument("kernel '" + kname(k) +
+                          "': TRITON_MPS_RACECHECK and TRITON_MPS_SIM_INTERLEAVE need kernels built with memcheck "
+                          "(unset TRITON_MPS_MEMCHECK or set it to 1)");
   std::lock_guard<std::mutex> lock(mu_);
   DispatchState d;
+  d.checks = checks;
+  d.seed = seed;
   d.spec = &spec;
   d.timeout_s = timeout;
   d.interrupts_at_start = interrupt_count();
@@ -796,10 +1025,14 @@ void Scheduler::run(const LaunchSpec& spec) {
         add(reinterpret_cast<uintptr_t>(spec.buffers[i]), reinterpret_cast<uintptr_t>(spec.buffers[i]) + spec.buffer_sizes[i]);
     add(reinterpret_cast<uintptr_t>(runtime()), reinterpret_cast<uintptr_t>(runtime() + 1));
     add(reinterpret_cast<uintptr_t>(&spec), reinterpret_cast<uintptr_t>(&spec + 1));
-    for (unsigned i = 0; i < n; ++i) {
-      const auto a = reinterpret_cast<uintptr_t>(workers_[i]->arena.get());
-      add(a, a + kMaxThreadgroupMemory);
-    }
+    // The race check sees every threadgroup access; interleaving sees every access.
+    if (!(checks & TMPS_CHECK_RACE))
+      for (unsigned i = 0; i < n; ++i) {
+        const auto a = reinterpret_cast<uintptr_t>(workers_[i]->arena.get());
+        add(a, a + kMaxThreadgroupMemory);
+      }
+    if (checks & TMPS_CHECK_INTERLEAVE) d.mc.count = 0;
+    d.mc.checks = checks;
     d.mc.interrupts = interrupt_counter();
     d.mc.interrupts_at_start = d.interrupts_at_start;
   }

@@ -513,10 +513,12 @@ void build_flags(std::vector<std::string>& argv, const CompileOptions& options) 
     // Memcheck: AddressSanitizer's instrumentation in outline mode (a call per load and
     // store, answered by the shim's tmps_metal_memcheck.h; no ASan runtime, no shadow
     // memory, no constructor), only for memory reached through pointers (locals and globals
-    // are not poisoned). Line tables map a bad access to its MSL line (builds stay
+    // are not poisoned). Atomic read-modify-writes call the shim's own hook instead (they are
+    // not plain accesses for the race check); a store after a load of the same address is
+    // checked too (the race check needs both). Line tables map a bad access to its MSL line (builds stay
     // reproducible: see compile_shared_object).
     for (const char* f : {"-fsanitize=address", "-fsanitize-address-outline-instrumentation", "-fno-sanitize-address-use-after-scope",
-                          "-mllvm", "-asan-stack=0", "-mllvm", "-asan-globals=0", "-mllvm", "-asan-constructor-kind=none",
+                          "-mllvm", "-asan-stack=0", "-mllvm", "-asan-globals=0", "-mllvm", "-asan-constructor-kind=none", "-mllvm", "-asan-instrument-atomics=0", "-mllvm", "-asan-opt-same-temp=0",
                           "-gline-tables-only", "-fdebug-compilation-dir=.", "-DTMPS_SIM_MEMCHECK=1"})
       argv.push_back(f);
   } else {

@@ -41,8 +41,8 @@
 #include "tmps_metal_math.h"
 #include "tmps_metal_simd.h"
 #include "tmps_metal_matrix.h"
-#include "tmps_metal_atomic.h"
 #include "tmps_metal_memcheck.h"
+#include "tmps_metal_atomic.h"
 
 namespace tmps_sim {
 // Thread positions as the kernel parameter's type.

@@ -71,6 +71,7 @@ template<class A> inline typename A::value_type atomic_load_explicit(A* obj, mem
   return r;
 }
 template<class A> inline typename A::value_type atomic_exchange_explicit(A* obj, TMPS_ATOMIC_VALUE v, memory_order o) {
+  TMPS_ATOMIC_HOOK(obj, sizeof(typename A::value_type));
   typename A::value_type x = v, r;
   __atomic_exchange(::tmps_sim::slot_of(obj), &x, &r, (int)o);
   return r;
@@ -78,11 +79,13 @@ template<class A> inline typename A::value_type atomic_exchange_explicit(A* obj,
 // On failure *expected receives the current value (compared bitwise, also for float).
 template<class A, class E>
 inline bool atomic_compare_exchange_weak_explicit(A* obj, E* expected, TMPS_ATOMIC_VALUE desired, memory_order ok, memory_order fail) {
+  TMPS_ATOMIC_HOOK(obj, sizeof(typename A::value_type));
   typename A::value_type d = desired;
   return __atomic_compare_exchange(::tmps_sim::slot_of(obj), (typename A::value_type*)(__UINTPTR_TYPE__)expected, &d, true, (int)ok, (int)fail);
 }
 template<class A, class E>
 inline bool atomic_compare_exchange_strong_explicit(A* obj, E* expected, TMPS_ATOMIC_VALUE desired, memory_order ok, memory_order fail) {
+  TMPS_ATOMIC_HOOK(obj, sizeof(typename A::value_type));
   typename A::value_type d = desired;
   return __atomic_compare_exchange(::tmps_sim::slot_of(obj), (typename A::value_type*)(__UINTPTR_TYPE__)expected, &d, false, (int)ok, (int)fail);
 }
@@ -90,6 +93,7 @@ inline bool atomic_compare_exchange_strong_explicit(A* obj, E* expected, TMPS_AT
 #define TMPS_ATOMIC_RMW(NAME, BUILTIN, FLOAT_EXPR)                                                  \
   template<class A> inline typename A::value_type NAME(A* obj, TMPS_ATOMIC_VALUE v, memory_order o) { \
     typedef typename A::value_type T;                                                                \
+    TMPS_ATOMIC_HOOK(obj, sizeof(T));                                                                \
     if constexpr (::tmps_sim::is_float_atomic<T>::value) {                                           \
       return ::tmps_sim::cas_loop(::tmps_sim::slot_of(obj), [v](T a) { return (T)(FLOAT_EXPR); }, (int)o); \
     } else {                                                                                         \

@@ -75,7 +75,21 @@ TMPS_MC_FN void* __asan_memset(void* d, int c, __SIZE_TYPE__ n) {
 // Called before a noreturn call (the runtime's fail()): nothing to unpoison here.
 TMPS_MC_FN void __asan_handle_no_return(void) {}
 
+// Atomic read-modify-writes and compare-and-swaps are not instrumented (-asan-instrument-
+// atomics=0: they must not count as plain accesses for the race check); the shim's atomic
+// functions call this instead. Out of line (and not instrumented itself) so the return address
+// is the atomic's call site.
+TMPS_MC_FN void tmps_mc_atomic(const void* a, __SIZE_TYPE__ n) {
+  const tmps_sim_memcheck* m = tmps_sim_mc;
+  if (m && !m->checks && tmps_mc_fast((__UINTPTR_TYPE__)a, n)) return;
+  if (tmps_sim_rt && tmps_sim_rt->atomic_access) tmps_sim_rt->atomic_access(a, n, __builtin_return_address(0));
+}
+#define TMPS_ATOMIC_HOOK(p, n) tmps_mc_atomic((const void*)(__UINTPTR_TYPE__)(p), (n))
+
 #undef TMPS_MC_CHECK
 #undef TMPS_MC_FN
+#endif
+#ifndef TMPS_ATOMIC_HOOK
+#define TMPS_ATOMIC_HOOK(p, n) ((void)0)
 #endif
 #endif

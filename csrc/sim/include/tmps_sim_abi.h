@@ -12,7 +12,7 @@
 #ifndef TMPS_SIM_ABI_H
 #define TMPS_SIM_ABI_H
 
-#define TMPS_SIM_ABI_VERSION 2u
+#define TMPS_SIM_ABI_VERSION 3u
 #define TMPS_SIM_SIMD_WIDTH 32u
 #define TMPS_SIM_EXCHANGE_SLOT 64u /* bytes one lane may deposit in a SIMD-group exchange */
 #define TMPS_SIM_MAX_BUFFERS 31u   /* Metal's buffer binding limit */
@@ -61,7 +61,12 @@ typedef struct tmps_sim_memcheck {
   const volatile tmps_u32* interrupts; /* SIGINT count: a change means stop */
   tmps_u32 interrupts_at_start;
   volatile tmps_u32 stop;              /* set by the watchdog */
+  tmps_u32 checks;                     /* TMPS_CHECK_*: atomics must call atomic_access */
 } tmps_sim_memcheck;
+
+/* Extra checks of a memcheck build's dispatch (the runtime's choice, per dispatch). */
+#define TMPS_CHECK_RACE 1u       /* threadgroup-memory races and uninitialized reads */
+#define TMPS_CHECK_INTERLEAVE 2u /* switch threads at random at memory accesses and atomics */
 
 /* Result of a SIMD-group exchange: what every participating lane deposited. */
 typedef struct tmps_sim_exchange {
@@ -103,6 +108,10 @@ typedef struct tmps_sim_runtime {
    * otherwise aborts the dispatch with an error naming the buffer, the offset and the line of
    * `pc` (the instrumented access's return address). `is_write`: 1 for a store. */
   void (*check_access)(const void* addr, tmps_u64 size, tmps_u32 is_write, const void* pc);
+  /* Memcheck builds only: the same for an atomic read-modify-write or compare-and-swap of
+   * `size` bytes at `addr` (atomics are not instrumented as plain accesses: they never race).
+   * May switch to another thread first (TMPS_CHECK_INTERLEAVE). */
+  void (*atomic_access)(const void* addr, tmps_u64 size, const void* pc);
 } tmps_sim_runtime;
 
 /* How a kernel parameter is bound. */
