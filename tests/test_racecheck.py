@@ -118,7 +118,8 @@ def test_uninitialized_threadgroup_read_is_reported(sim, exchange, rng, monkeypa
     msg = str(info.value)
     assert "read of uninitialized threadgroup memory" in msg, msg
     # thread 0 reads tile[0], which nobody wrote
-    assert "thread (0,0,0)" in msg and "of [[threadgroup(0)]] memory at byte 0" in msg and f"at line {READ_LINE}" in msg, msg
+    assert "thread (0,0,0)" in msg and "of [[threadgroup(0)]] memory at byte 0" in msg, msg
+    assert f"at line {READ_LINE}" in msg, msg
 
 
 def test_lost_update_in_threadgroup_memory_is_a_race(sim, monkeypatch):
