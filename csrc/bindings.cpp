@@ -309,7 +309,7 @@ NB_MODULE(_core, m) {
           }, "pipeline"_a, "grid"_a, "threads"_a, "args"_a,
           "threadgroup_memory"_a = std::vector<std::pair<uint32_t, uint32_t>>{}, "pack_scalars_at"_a = -1, "timed"_a = false)
       .def("commit", [](DeviceContext& c) { nb::gil_scoped_release r; c.stream->commit(); })
-      .def("synchronize", [](DeviceContext& c) { nb::gil_scoped_release r; c.stream->synchronize(); })
+      .def("synchronize", [](DeviceContext& c) { nb::gil_scoped_release r; c.router->synchronize(); })
       // The stream lock may be held by a launch waiting for the GPU, whose completion handlers
       // may need the GIL: never wait for it with the GIL held.
       .def_prop_ro("pending", [](DeviceContext& c) { nb::gil_scoped_release r; return c.stream->pending(); })

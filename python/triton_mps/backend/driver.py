@@ -156,6 +156,6 @@ class MPSDriver(DriverBase):
             "is_simulator": dev.is_simulator,
             "is_emulated": dev.is_emulated,
             "target": self.get_current_target(),
-            "launch_sync": os.environ.get("TRITON_MPS_LAUNCH_SYNC", "1"),
+            "launch_sync": os.environ.get("TRITON_MPS_LAUNCH_SYNC", "default"),  # launcher.launch_wait
             "pool": dev.pool_config(),
         }

@@ -4,9 +4,11 @@ The launch itself is native (csrc/triton_launch.cpp); this module builds its arg
 the compiled kernel's metadata, wraps kernels with device asserts/prints or 64-bit atomics
 (extra hidden buffers), and binds pointer arguments the native launcher has no fast path for.
 
-Launch semantics: a launch is complete when it returns (see csrc/triton_launch.cpp): Triton code
-reads outputs right after `kernel[grid](...)`. On Metal, TRITON_MPS_LAUNCH_SYNC=0 makes launches
-commit without waiting; call `triton_mps.synchronize()` before reading results then.
+Launch semantics (csrc/triton_launch.cpp, csrc/foreign_stream.h, README "Ordering of launches"):
+a launch on our own queue (numpy, CPU tensors, triton_mps buffers) is complete when it returns,
+since Triton code reads host memory right after `kernel[grid](...)`; a launch that binds torch
+`mps` tensors is encoded into PyTorch's MPS stream and not waited for: PyTorch orders it with
+its own work. TRITON_MPS_LAUNCH_SYNC=1 waits after every launch, =0 after none.
 """
 
 from __future__ import annotations
@@ -119,12 +121,25 @@ def _arg_specs(src, metadata) -> list[tuple[str, str, str]]:
     return specs
 
 
+def launch_wait() -> int:
+    """TRITON_MPS_LAUNCH_SYNC: unset -> -1 (launches on our own queue wait, launches on PyTorch's
+    MPS stream do not); 1 -> every launch waits (debugging); 0 -> no launch waits (call
+    triton_mps.synchronize() before reading results)."""
+    value = os.environ.get("TRITON_MPS_LAUNCH_SYNC", "").strip().lower()
+    if not value:
+        return -1
+    if value in ("0", "false", "no", "off"):
+        return 0
+    if value in ("1", "true", "yes", "on"):
+        return 1
+    raise ValueError(f"TRITON_MPS_LAUNCH_SYNC must be 0 or 1, got {value!r}")
+
+
 def make_launcher(src, metadata):
     """Triton's `launcher_cls(src, metadata)`: a native launcher (csrc/triton_launch.cpp).
 
     Kernels with device asserts/prints take one more buffer, bound last (compiler/abi.py):
     they get a DebugLauncher around the native one."""
-    sync = os.environ.get("TRITON_MPS_LAUNCH_SYNC", "1").strip() not in ("0", "false", "no")
     debug = metadata.tmps_args.get("debug")
     locks = metadata.tmps_args.get("locks")
     specs = _arg_specs(src, metadata)
@@ -138,8 +153,8 @@ def make_launcher(src, metadata):
         threads=metadata.num_warps * metadata.warp_size,
         pack_scalars_at=metadata.tmps_args.get("pack_scalars_at", -1),
         fallback=_pointer_fallback,
-        before_mps=_torch_mps_synchronize,
-        sync=sync or bool(debug),  # records are read right after the launch
+        before_mps=_torch_mps_synchronize,  # `mps` tensors without PyTorch's stream API (old torch)
+        wait=1 if debug else launch_wait(),  # device prints/asserts are read right after the launch
     )
     launcher = LockLauncher(native, int(locks["words"])) if locks else native
     return DebugLauncher(launcher, metadata.name, debug) if debug else launcher
