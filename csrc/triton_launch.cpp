@@ -140,6 +140,42 @@ PyObject* weak_target(PyObject* weak) {
 #endif
 }
 
+// tensor.data_ptr() as a direct call of torch's C function when the tensor's type does not
+// override it (METH_NOARGS method descriptor): skips the method lookup and the vectorcall
+// machinery, the largest per-argument cost left on the cached path. Cached for the last type.
+class DataPtrCall {
+ public:
+  uint64_t operator()(PyObject* t, PyObject* name) {
+    PyTypeObject* type = Py_TYPE(t);
+    if (type != type_) resolve(type, name);
+    if (!meth_) return call_method(t, name);
+    PyObject* r = meth_(t, nullptr);
+    if (!r) throw nb::python_error();
+    const unsigned long long v = PyLong_AsUnsignedLongLong(r);
+    Py_DECREF(r);
+    if (v == static_cast<unsigned long long>(-1) && PyErr_Occurred()) throw nb::python_error();
+    return v;
+  }
+
+ private:
+  PyTypeObject* type_ = nullptr;  // strong (kept for the life of the process: a freed type's address may be reused)
+  PyCFunction meth_ = nullptr;
+
+  void resolve(PyTypeObject* type, PyObject* name) {
+    Py_INCREF(type);
+    Py_XDECREF(type_);
+    type_ = type;
+    meth_ = nullptr;
+    PyObject* d = _PyType_Lookup(type, name);  // borrowed, no error set
+    if (d && Py_IS_TYPE(d, &PyMethodDescr_Type)) {
+      PyMethodDef* def = reinterpret_cast<PyMethodDescrObject*>(d)->d_method;
+      if ((def->ml_flags & (METH_NOARGS | METH_VARARGS | METH_KEYWORDS | METH_FASTCALL | METH_O)) == METH_NOARGS)
+        meth_ = def->ml_meth;
+    }
+  }
+  static uint64_t call_method(PyObject* obj, PyObject* method) { return call_u64(obj, method); }
+};
+
 struct Names {
   PyObject* data_ptr = interned("data_ptr");
   PyObject* untyped_storage = interned("untyped_storage");
@@ -337,6 +373,7 @@ class TritonLauncher {
   std::vector<Bound> bound_;
   std::shared_ptr<Pipeline> validated_;  // the pipeline the plan was checked against (Stream::launch)
   PyObject* last_function_ = nullptr;    // strong; the TritonFunction object seen last
+  DataPtrCall data_ptr_;
   TritonFunction* last_fn_ = nullptr;
 
   std::string who(const Slot& s) const { return "kernel '" + kernel_ + "': argument '" + s.name + "'"; }
@@ -418,7 +455,7 @@ class TritonLauncher {
 
   void bind_tensor(PyObject* t, Slot& s, Bound& b, DeviceContext& ctx) {
     const Names& nm = names();
-    const uint64_t data_ptr = call_u64(t, nm.data_ptr);
+    const uint64_t data_ptr = data_ptr_(t, nm.data_ptr);
     if (!(s.weak && weak_target(s.weak) == t && s.data_ptr == data_ptr)) read_tensor(t, s, data_ptr, ctx);
     b.owner = t;
     b.buffer.reset();

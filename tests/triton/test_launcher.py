@@ -118,6 +118,26 @@ def test_tensor_cache_with_alternating_tensors(kernel, sim_only, rng):
             torch.testing.assert_close(out, x * float(i) + y)
 
 
+class CountingTensor(torch.Tensor):
+    """A tensor subclass that overrides data_ptr(): the launcher must call the override."""
+
+    calls = 0
+
+    def data_ptr(self):
+        CountingTensor.calls += 1
+        return super().data_ptr()
+
+
+def test_tensor_subclass_overriding_data_ptr(kernel, sim_only, rng):
+    x, y, out = inputs(300, rng)
+    kernel((2,), x, y, out, 300, 1.0, 256)  # plain tensors first: the fast path is cached for them
+    xs = x.as_subclass(CountingTensor)
+    out.fill_(float("nan"))
+    kernel((2,), xs, y, out, 300, 3.0, 256)
+    torch.testing.assert_close(out, x * 3.0 + y)
+    assert CountingTensor.calls >= 1
+
+
 def test_numpy_and_buffers(kernel, sim_only, rng):
     n = 300
     x = rng.random(n, dtype=np.float32)
