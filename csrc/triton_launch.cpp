@@ -290,16 +290,26 @@ class TritonLauncher {
     PyObject* enter = PyTuple_GET_ITEM(all, 7);
     PyObject* exit = PyTuple_GET_ITEM(all, 8);
     DeviceContext& ctx = *fn.ctx;
-    // Scratch holds borrowed owners and buffers only for the duration of this call.
+    // The scratch (bound_ and the per-slot tensor cache) belongs to the outermost call: a call
+    // that starts while another is binding (another thread, switched to from Python code the
+    // binding ran, e.g. the numpy fallback) binds into its own scratch and skips the cache.
+    const bool reentered = busy_;
+    std::vector<Bound> local;
+    if (reentered) local.resize(num_args_);
+    std::vector<Bound>& bound = reentered ? local : bound_;
     struct Release {
-      std::vector<Bound>& bound;
+      TritonLauncher& self;
+      bool owner;
       ~Release() {
-        for (Bound& b : bound) {
-          b.owner = nullptr;
+        if (!owner) return;
+        for (Bound& b : self.bound_) {
+          b.owner = nullptr;  // borrowed for this call only
           if (b.buffer) b.buffer.reset();
         }
+        self.busy_ = false;
       }
-    } release_scratch{bound_};
+    } release_scratch{*this, !reentered};
+    busy_ = true;
 
     bool uses_mps = false, uses_host_tensor = false;
     for (size_t i = 0; i < slots_.size(); ++i) {
@@ -307,33 +317,35 @@ class TritonLauncher {
       if (s.kind == Slot::Kind::Skip) continue;
       PyObject* obj = PyTuple_GET_ITEM(all, kFixed + i);
       if (s.kind == Slot::Kind::Pointer)
-        bind_pointer(obj, s, bound_[s.arg], fn.ctx, uses_mps, uses_host_tensor);
+        bind_pointer(obj, s, bound[s.arg], fn.ctx, !reentered, uses_mps, uses_host_tensor);
       else
-        bind_scalar(obj, s, bound_[s.arg]);
+        bind_scalar(obj, s, bound[s.arg]);
     }
     if (uses_mps) attach_torch_stream(ctx);
     const bool foreign =
         (uses_mps || (uses_host_tensor && ctx.foreign_takes_host_tensors)) && ctx.router->foreign() != nullptr;
+    const bool empty = grid[0] == 0 || grid[1] == 0 || grid[2] == 0;
+    // Validated for this pipeline before: what could change was checked while binding.
+    const bool revalidate = !(empty && validated_ == fn.pipeline);
+    // Out of the scratch before any Python code runs (hooks may switch threads).
+    std::vector<Arg> args;
+    if (revalidate) args = materialize(ctx, bound);
+
     // The hooks bracket the launch itself; a launch rejected above never entered.
     if (enter != Py_None) call_hook(enter, launch_metadata);
     // No PyTorch stream to encode into (a torch without torch/mps.h's API): our own queue, after
     // PyTorch finished what it issued (torch.mps.synchronize), waited for unless wait=0.
     if (uses_mps && !foreign && !before_mps_.is_none()) before_mps_();
 
-    const bool empty = grid[0] == 0 || grid[1] == 0 || grid[2] == 0;
     const bool timed = capture().enabled || profiling;
     std::shared_ptr<DispatchTiming> timing;
-    if (empty && validated_ == fn.pipeline) {
-      // Validated for this pipeline before; what could change was checked while binding.
-    } else {
+    if (revalidate) {
       LaunchConfig cfg;
       cfg.threadgroups = grid;
       cfg.threads_per_group = {threads_, 1, 1};
       cfg.pack_scalars_at = pack_scalars_at_;
-      std::vector<Arg> args = materialize(ctx);
       if (empty) {
         ctx.stream->launch(fn.pipeline, args, cfg, false);  // validates; runs nothing (as on CUDA)
-        validated_ = fn.pipeline;
       } else {
         nb::gil_scoped_release release;  // the simulator executes here; other Python threads may run
         if (foreign)
@@ -371,6 +383,7 @@ class TritonLauncher {
   nb::object before_mps_;  // torch.mps.synchronize, for `mps` launches without PyTorch's stream
   LaunchWait wait_ = LaunchWait::Default;
   std::vector<Bound> bound_;
+  bool busy_ = false;  // a call is using bound_ (see call())
   std::shared_ptr<Pipeline> validated_;  // the pipeline the plan was checked against (Stream::launch)
   PyObject* last_function_ = nullptr;    // strong; the TritonFunction object seen last
   DataPtrCall data_ptr_;
@@ -389,10 +402,13 @@ class TritonLauncher {
     if (!nb::isinstance<TritonFunction>(obj))
       throw InvalidArgument("kernel '" + kernel_ + "': the function handle is a " + py_type_name(obj) +
                             ", not a kernel loaded by the mps driver");
+    TritonFunction* fn = nb::inst_ptr<TritonFunction>(obj);
+    PyObject* old = last_function_;
     Py_INCREF(obj);
-    Py_XSETREF(last_function_, obj);
-    last_fn_ = nb::inst_ptr<TritonFunction>(obj);
-    return *last_fn_;
+    last_function_ = obj;
+    last_fn_ = fn;
+    Py_XDECREF(old);  // last: may run arbitrary code
+    return *fn;
   }
 
   uint32_t grid_dim(PyObject* v, int i) const {
@@ -418,12 +434,20 @@ class TritonLauncher {
 
   // --- pointers ------------------------------------------------------------------------------
 
-  void bind_pointer(PyObject* obj, Slot& s, Bound& b, const std::shared_ptr<DeviceContext>& ctx, bool& uses_mps,
-                    bool& uses_host_tensor) {
+  void bind_pointer(PyObject* obj, Slot& s, Bound& b, const std::shared_ptr<DeviceContext>& ctx, bool use_cache,
+                    bool& uses_mps, bool& uses_host_tensor) {
     PyObject* tensor_type = torch_tensor_type();
     if (tensor_type && PyObject_TypeCheck(obj, reinterpret_cast<PyTypeObject*>(tensor_type))) {
-      bind_tensor(obj, s, b, *ctx);
-      (s.is_mps ? uses_mps : uses_host_tensor) = true;
+      if (use_cache) {
+        bind_tensor(obj, s, b, *ctx, true);
+        (s.is_mps ? uses_mps : uses_host_tensor) = true;
+      } else {
+        Slot tmp;
+        tmp.name = s.name;
+        tmp.msl_type = s.msl_type;
+        bind_tensor(obj, tmp, b, *ctx, false);
+        (tmp.is_mps ? uses_mps : uses_host_tensor) = true;
+      }
       return;
     }
     b.owner = nullptr;
@@ -453,10 +477,10 @@ class TritonLauncher {
     b.size = ref.nbytes;
   }
 
-  void bind_tensor(PyObject* t, Slot& s, Bound& b, DeviceContext& ctx) {
+  void bind_tensor(PyObject* t, Slot& s, Bound& b, DeviceContext& ctx, bool remember) {
     const Names& nm = names();
     const uint64_t data_ptr = data_ptr_(t, nm.data_ptr);
-    if (!(s.weak && weak_target(s.weak) == t && s.data_ptr == data_ptr)) read_tensor(t, s, data_ptr, ctx);
+    if (!(s.weak && weak_target(s.weak) == t && s.data_ptr == data_ptr)) read_tensor(t, s, data_ptr, ctx, remember);
     b.owner = t;
     b.buffer.reset();
     if (s.storage_bytes == 0) {
@@ -470,7 +494,7 @@ class TritonLauncher {
   }
 
   // The storage behind tensor `t` (a cache miss): device, address, size, offset.
-  void read_tensor(PyObject* t, Slot& s, uint64_t data_ptr, DeviceContext& ctx) {
+  void read_tensor(PyObject* t, Slot& s, uint64_t data_ptr, DeviceContext& ctx, bool remember) {
     const Names& nm = names();
     Py_CLEAR(s.weak);
     const bool sim = ctx.device->info().is_simulator;
@@ -502,6 +526,7 @@ class TritonLauncher {
         throw InvalidArgument(who(s) + ": data_ptr() is outside the tensor's storage");
       s.offset = data_ptr - s.storage_ptr;
     }
+    if (!remember) return;
     s.weak = PyWeakref_NewRef(t, nullptr);  // no cache for objects without weak references
     if (!s.weak) PyErr_Clear();
   }
@@ -530,10 +555,10 @@ class TritonLauncher {
 
   // --- the dispatch's arguments (launches that run or are validated) --------------------------
 
-  std::vector<Arg> materialize(DeviceContext& ctx) const {
-    std::vector<Arg> args(bound_.size());
-    for (size_t i = 0; i < bound_.size(); ++i) {
-      const Bound& b = bound_[i];
+  static std::vector<Arg> materialize(DeviceContext& ctx, const std::vector<Bound>& bound) {
+    std::vector<Arg> args(bound.size());
+    for (size_t i = 0; i < bound.size(); ++i) {
+      const Bound& b = bound[i];
       Arg& a = args[i];
       switch (b.what) {
         case Bound::What::Scalar:

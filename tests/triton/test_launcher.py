@@ -118,6 +118,23 @@ def test_tensor_cache_with_alternating_tensors(kernel, sim_only, rng):
             torch.testing.assert_close(out, x * float(i) + y)
 
 
+def test_launch_from_a_hook_of_the_same_kernel(kernel, sim_only, rng):
+    # Python code run by a launch (a hook; the numpy fallback) may launch the same kernel, from
+    # this or another thread: the inner call must not disturb the outer one's arguments.
+    x, y, out = inputs(300, rng)
+    x2, y2, out2 = inputs(300, rng)
+    a2 = np.full(300, np.nan, np.float32)
+
+    def enter(_):
+        kernel((2,), x2, y2, out2, 300, 4.0, 256)
+        kernel((2,), x2.numpy(), y2, a2, 300, -1.0, 256)
+
+    kernel((2,), x, y.numpy(), out, 300, 2.0, 256, enter=enter)
+    torch.testing.assert_close(out, x * 2.0 + y)
+    torch.testing.assert_close(out2, x2 * 4.0 + y2)
+    np.testing.assert_allclose(a2, (-x2 + y2).numpy(), rtol=1e-6)
+
+
 class CountingTensor(torch.Tensor):
     """A tensor subclass that overrides data_ptr(): the launcher must call the override."""
 
