@@ -67,8 +67,15 @@ std::shared_ptr<DispatchTiming> LaunchRouter::launch_foreign(const std::shared_p
   own_.synchronize();  // rule 1 (cheap when our stream holds nothing)
   std::lock_guard<std::mutex> lock(mu_);
   if (!foreign_) throw InvalidArgument("kernel '" + pipeline->name() + "': no foreign stream to launch on");
+  // A timed dispatch (profiler, benchmarker) gets a command buffer of its own: its time is that
+  // command buffer's GPU time, which must not include PyTorch's work or other dispatches.
+  if (timing) foreign_->commit();
   foreign_->encode(d, timing);
   ++foreign_unwaited_;
+  if (timing) {
+    foreign_->commit();
+    foreign_uncommitted_ = 0;
+  }
   if (wait == LaunchWait::Always) {
     wait_foreign_locked();
   } else if (++foreign_uncommitted_ >= commit_every_) {

@@ -13,7 +13,9 @@
 //  3. foreign launches are not waited for (unless asked: TRITON_MPS_LAUNCH_SYNC=1); PyTorch
 //     makes them visible at its next synchronize() or host read. Every `commit_every` foreign
 //     launches we ask the owner to commit, so the GPU starts on them (no wait);
-//  4. synchronize() waits for both.
+//  4. synchronize() waits for both;
+//  5. a timed dispatch (profiler, benchmarker) on the foreign stream is committed alone (commit
+//     before and after it), so its command buffer's GPU time is its own.
 //
 // Implementations: the PyTorch MPS stream (csrc/metal/torch_stream.cpp, resolved from the
 // loaded torch library at run time) and, for tests, RecordingForeignStream (any device; it

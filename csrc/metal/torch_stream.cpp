@@ -8,8 +8,8 @@
 // Nothing waits: the dispatch runs when PyTorch commits that command buffer (its own schedule,
 // our commit() every few launches, torch.mps.synchronize(), or a host read). A completion
 // handler on the command buffer keeps our buffers and tensors alive until then and fills the
-// dispatch's timing: the command buffer's GPU start/end, which includes PyTorch's work in the
-// same command buffer (an upper bound; the profiler says so).
+// dispatch's timing: the command buffer's GPU start/end (LaunchRouter commits a timed dispatch
+// alone, so that is the dispatch plus the command buffer's start-up: an upper bound).
 //
 // The API comes as function pointers (TorchMpsApi): resolved from the loaded libtorch at run
 // time, or a fake for the emulated Metal device's tests (csrc/metal_emu/emu_hooks.cpp).

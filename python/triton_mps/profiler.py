@@ -11,9 +11,11 @@ which stream it went to, and the device time of the dispatch:
 - simulator: the execution time of the dispatch;
 - Metal, our own queue: GPU timestamps at the start and end of the dispatch's compute pass (or
   its command buffer's GPU start/end where the GPU has no stage-boundary sampling);
-- Metal, PyTorch's MPS stream: GPU start/end of PyTorch's command buffer holding the dispatch,
-  which includes PyTorch's own work in it: an upper bound.
-While profiling, dispatches are timed, which on Metal gives each its own compute pass.
+- Metal, PyTorch's MPS stream: GPU start/end of the command buffer holding the dispatch; while
+  profiling each dispatch there is committed alone (a command buffer of its own), so this is
+  the dispatch plus the command buffer's start-up on the GPU: an upper bound.
+While profiling, dispatches are timed, which on Metal gives each its own compute pass (own
+queue) or command buffer (PyTorch's stream): profiled runs are slower than unprofiled ones.
 
 `counters` holds any per-dispatch counters the launch result exposes (the simulator's memory
 traffic and FLOP counters where the build has them), summed per kernel in `table()`.

@@ -190,3 +190,17 @@ def test_torch_stream_keeps_tensors_alive_and_commits_every_n(fake_torch_stream,
         assert _core.emu_violations() == []
     finally:
         _core.set_foreign_commit_every(dev, 64)
+
+
+def test_profiled_launch_on_torchs_stream_has_its_own_command_buffer(fake_torch_stream, rng):
+    run, dev = fake_torch_stream
+    values = rng.standard_normal(300).astype(np.float32)
+    x, y = FakeMpsTensor(values), FakeMpsTensor(np.full(300, np.nan, np.float32))
+    with triton_mps.profile() as prof:
+        run(300, x, y, 300)
+        assert _core.emu_fake_torch_events() == [
+            "queue", "commit", "get_command_buffer", "queue", "queue", "commit"]
+    (rec,) = prof.records
+    assert rec.stream == "foreign" and rec.device_us is not None and rec.device_us >= 0 and not rec.error
+    np.testing.assert_array_equal(y.read(), values + 1)
+    assert _core.emu_violations() == []

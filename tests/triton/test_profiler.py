@@ -71,10 +71,12 @@ def test_foreign_stream_launches_are_timed_after_synchronize(data, mps_driver):
     dev = triton_mps.devices()[mps_driver.get_current_device()]
     if not dev.is_simulator:
         pytest.skip("the recording foreign stream is tested on the simulator")
-    _core.attach_recording_stream(dev, True)
+    stream = _core.attach_recording_stream(dev, True)
     try:
         with triton_mps.profile() as prof:
             prof_add[(4,)](x, y, out, N, BLOCK=256)
+            # Timed on PyTorch's stream: committed alone, so its command buffer's time is its own.
+            assert stream.events() == ["commit", "encode prof_add", "commit"]
         # Leaving the block waited for the device: the dispatch ran and has its time.
         torch.testing.assert_close(out, x + y)
     finally:
