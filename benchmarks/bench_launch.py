@@ -8,9 +8,14 @@ Rows (median of many calls, microseconds per call, torch CPU tensors, simulator)
   mps, 1 program     our launcher with one threadgroup actually executed on the simulator and
                      waited for (Triton semantics: results are readable when the call returns).
   launcher only      the native launcher called directly with Triton's arguments (no Triton).
-The launcher's own overhead is (mps, empty grid) - (no-op launcher).
+The launcher's own overhead is (mps, empty grid) - (no-op launcher); the target (issue 10) is
+(mps, empty grid) / (no-op launcher) <= 1.15.
 
-Run: TRITON_BACKEND=mps python benchmarks/bench_launch.py
+The rows are measured interleaved: each round times every row for `calls` calls (median per
+row), so load on a shared machine hits all rows alike; the table shows the median over rounds
+and the ratio is the median of the per-round ratios.
+
+Run: TRITON_BACKEND=mps python benchmarks/bench_launch.py [calls per round] [rounds]
 """
 
 from __future__ import annotations
@@ -41,8 +46,8 @@ def add_kernel(x_ptr, y_ptr, out_ptr, n_elements, BLOCK_SIZE: tl.constexpr):
     tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) + tl.load(y_ptr + offs, mask=mask), mask=mask)
 
 
-def median_us(fn, calls: int) -> float:
-    for _ in range(min(200, calls)):
+def median_us(fn, calls: int, warmup: int = 200) -> float:
+    for _ in range(min(warmup, calls)):
         fn()
     samples = []
     for _ in range(calls):
@@ -59,34 +64,51 @@ def compile_kernel(x, y, out, n):
     return k, "triton_mps.compiler.compile_ttgir"
 
 
-def main(calls: int = 5000) -> None:
+def main(calls: int = 1000, rounds: int = 15) -> dict[str, float]:
     from triton.runtime.driver import driver
 
     n = 256
     x, y, out = torch.rand(n), torch.rand(n), torch.empty(n)
     kernel, source = compile_kernel(x, y, out, n)
 
-    rows = []
     launcher = kernel.run
-    rows.append(("mps, 1 program", median_us(lambda: add_kernel[(1,)](x, y, out, n, BLOCK_SIZE=256), calls)))
-    rows.append(("mps, empty grid", median_us(lambda: add_kernel[(0,)](x, y, out, n, BLOCK_SIZE=256), calls)))
     args = (0, 1, 1, 0, kernel.function, kernel.packed_metadata, None, None, None, x, y, out, n, 256)
-    rows.append(("launcher only, empty grid", median_us(lambda: launcher(*args), calls)))
-    kernel._run = lambda *a: None  # Triton's CompiledKernel.run returns _run
-    rows.append(("no-op launcher", median_us(lambda: add_kernel[(1,)](x, y, out, n, BLOCK_SIZE=256), calls)))
-    kernel._run = launcher
+
+    def noop():
+        kernel._run = lambda *a: None  # Triton's CompiledKernel.run returns _run
+        try:
+            return median_us(lambda: add_kernel[(1,)](x, y, out, n, BLOCK_SIZE=256), calls)
+        finally:
+            kernel._run = launcher
+
+    cases = {
+        "mps, 1 program": lambda: median_us(lambda: add_kernel[(1,)](x, y, out, n, BLOCK_SIZE=256), calls),
+        "mps, empty grid": lambda: median_us(lambda: add_kernel[(0,)](x, y, out, n, BLOCK_SIZE=256), calls),
+        "launcher only, empty grid": lambda: median_us(lambda: launcher(*args), calls),
+        "no-op launcher": noop,
+    }
+    samples: dict[str, list[float]] = {name: [] for name in cases}
+    ratios = []
+    for _ in range(rounds):
+        for name, measure in cases.items():
+            samples[name].append(measure())
+        ratios.append(samples["mps, empty grid"][-1] / samples["no-op launcher"][-1])
+    rows = {name: statistics.median(v) for name, v in samples.items()}
 
     dev = driver.active.utils.get_device_properties(driver.active.get_current_device())["name"]
     print(f"device: {dev}; kernel: vector add, 4 arguments + 1 constexpr, torch CPU tensors")
     print(f"MSL from: {source}")
-    print(f"median of {calls} calls per row")
+    print(f"{rounds} interleaved rounds of {calls} calls per row; median over rounds")
     print(f"{'case':<28}{'us/call':>10}")
-    for name, us in rows:
+    for name, us in rows.items():
         print(f"{name:<28}{us:>10.2f}")
-    noop = dict(rows)["no-op launcher"]
-    print(f"{'launcher overhead (empty grid - no-op)':<40}{dict(rows)['mps, empty grid'] - noop:>7.2f} us")
-    print(f"{'launch + run + wait (1 program - no-op)':<40}{dict(rows)['mps, 1 program'] - noop:>7.2f} us")
+    noop_us = rows["no-op launcher"]
+    ratio = statistics.median(ratios)
+    print(f"{'launcher overhead (empty grid - no-op)':<40}{rows['mps, empty grid'] - noop_us:>7.2f} us")
+    print(f"{'launch + run + wait (1 program - no-op)':<40}{rows['mps, 1 program'] - noop_us:>7.2f} us")
+    print(f"{'ratio empty grid / no-op (median of rounds)':<44}{ratio:>6.2f}x  (target <= 1.15x)")
+    return {**rows, "ratio": ratio}
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]) if len(sys.argv) > 1 else 5000)
+    main(*(int(a) for a in sys.argv[1:3]))

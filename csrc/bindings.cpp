@@ -309,7 +309,7 @@ NB_MODULE(_core, m) {
           }, "pipeline"_a, "grid"_a, "threads"_a, "args"_a,
           "threadgroup_memory"_a = std::vector<std::pair<uint32_t, uint32_t>>{}, "pack_scalars_at"_a = -1, "timed"_a = false)
       .def("commit", [](DeviceContext& c) { nb::gil_scoped_release r; c.stream->commit(); })
-      .def("synchronize", [](DeviceContext& c) { nb::gil_scoped_release r; c.stream->synchronize(); })
+      .def("synchronize", [](DeviceContext& c) { nb::gil_scoped_release r; c.router->synchronize(); })
       // The stream lock may be held by a launch waiting for the GPU, whose completion handlers
       // may need the GIL: never wait for it with the GIL held.
       .def_prop_ro("pending", [](DeviceContext& c) { nb::gil_scoped_release r; return c.stream->pending(); })
@@ -367,6 +367,18 @@ NB_MODULE(_core, m) {
   m.def("emu_buffer_memory", &emu::hook_buffer_memory, "handle"_a);
   m.def("emu_misuse", &emu::hook_misuse, "name"_a);
   m.def("emu_new_foreign_buffer", &emu::hook_new_foreign_buffer, "nbytes"_a);
+  // PyTorch's MPS stream on the emulated device: the real torch_stream.cpp over a fake torch/mps.h API.
+  m.def("emu_attach_fake_torch", [](std::shared_ptr<DeviceContext> ctx) {
+        auto stream = make_torch_mps_stream(ctx->device, emu::hook_fake_torch_api());
+        if (!stream) throw InvalidArgument("device '" + ctx->device->info().name + "' is not a Metal device");
+        {
+          nb::gil_scoped_release r;
+          ctx->router->set_foreign(std::move(stream));
+        }
+        ctx->foreign_looked_up = true;
+      }, "device"_a);
+  m.def("emu_fake_torch_events", &emu::hook_fake_torch_events, "clear"_a = true);
+  m.def("emu_fake_torch_op", &emu::hook_fake_torch_op, "label"_a);
 #endif
   m.def("devices", [] {
     nb::list out;

@@ -295,6 +295,11 @@ std::shared_ptr<DispatchTiming> Stream::launch(const std::shared_ptr<Pipeline>& 
   return timing;
 }
 
+Dispatch Stream::prepare(const std::shared_ptr<Pipeline>& pipeline, const std::vector<Arg>& args,
+                         const LaunchConfig& config) const {
+  return build_dispatch(*device_, pipeline, args, config);
+}
+
 void Stream::commit_locked() {
   // Bound the work in flight (Metal queues hold a limited number of command buffers too):
   // past this many committed batches, wait for the oldest before adding another.

@@ -60,6 +60,10 @@ class Stream {
   // Returns the dispatch's timing record when `timed` (filled after completion), else null.
   std::shared_ptr<DispatchTiming> launch(const std::shared_ptr<Pipeline>& pipeline, const std::vector<Arg>& args,
                                          const LaunchConfig& config, bool timed = false);
+  // Validate as launch() does and return the dispatch without encoding it (for another stream,
+  // csrc/foreign_stream.h).
+  Dispatch prepare(const std::shared_ptr<Pipeline>& pipeline, const std::vector<Arg>& args,
+                   const LaunchConfig& config) const;
   void commit();       // submit the open batch (no wait)
   void synchronize();  // commit and wait for everything submitted; rethrows dispatch errors
   size_t pending() const;            // dispatches encoded but not committed

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "device.h"
+#include "foreign_stream.h"
 #include "launcher.h"
 #include "memory_pressure.h"
 #include "pipeline_cache.h"
@@ -26,6 +27,10 @@ struct DeviceContext {
   std::shared_ptr<BufferPool> pool;
   std::unique_ptr<PipelineCache> cache;
   std::unique_ptr<Stream> stream;
+  // Routes launches between `stream` and a foreign stream (PyTorch's MPS stream on Metal).
+  std::unique_ptr<LaunchRouter> router;
+  bool foreign_looked_up = false;       // tried to attach PyTorch's MPS stream (Metal)
+  bool foreign_takes_host_tensors = false;  // tests: CPU tensors go to the foreign stream, like `mps` ones
   // The OS asks for memory back: halve the cache on a warning, empty it when critical.
   std::unique_ptr<MemoryPressureWatch> pressure;
 
@@ -33,7 +38,8 @@ struct DeviceContext {
       : device(std::move(d)),
         pool(std::make_shared<BufferPool>(device, PoolConfig::from_env())),
         cache(std::make_unique<PipelineCache>(device)),
-        stream(std::make_unique<Stream>(device)) {
+        stream(std::make_unique<Stream>(device)),
+        router(std::make_unique<LaunchRouter>(*stream)) {
     std::weak_ptr<BufferPool> weak = pool;
     pressure = std::make_unique<MemoryPressureWatch>([weak](MemoryPressureWatch::Level level) {
       if (auto p = weak.lock()) {

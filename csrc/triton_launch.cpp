@@ -2,23 +2,32 @@
 //
 // Triton calls the launcher with (gx, gy, gz, stream, function, packed_metadata,
 // launch_metadata, enter_hook, exit_hook, *args) where args are all bound arguments,
-// constexprs included. Converting them here (not in a Python loop) is what keeps the cached
-// launch cheap (platform facts: a Python launcher costs 3.5-4.5 us more).
+// constexprs included. The launcher is a Python type whose tp_call reads that tuple directly
+// (no nanobind argument conversion): Triton's own cached path costs ~6 us and the launcher
+// should add well under 1 us (benchmarks/bench_launch.py).
 //
-// Synchronization: Triton code reads results right after a launch without any sync call, so
-// a launch is complete when it returns, on both backends:
-//  - simulator: the batch executes on commit; we commit and wait (errors surface here).
-//  - Metal: torch `mps` tensors live on torch's own command queue. Before the dispatch we run
-//    `before_mps` (torch.mps.synchronize: inputs written by torch are done), after it we
-//    commit and wait (torch then sees our writes). Correct, not fast; `sync=False` (set by the
-//    driver from TRITON_MPS_LAUNCH_SYNC=0, Metal only) commits without waiting and leaves
-//    synchronization to the caller (triton_mps.synchronize()).
+// Per kernel a plan is built once (the launcher's constructor): one Slot per bound argument
+// with its kind, scalar type and packed position. Per launch nothing is allocated while
+// arguments are bound: grid, function and scalars are read straight from the Python objects
+// into scratch space the launcher owns; a torch tensor costs one call (data_ptr()) when it is
+// the tensor this argument had last time (a per-slot cache validated by a weak reference and
+// the data pointer), else a few more (its storage's address and size). Static checks against
+// the pipeline (argument count and kinds, Metal's limits) run through Stream::launch once per
+// pipeline; later launches check only what can change (offsets inside storage, scalar ranges).
+// Only a launch that runs something builds the dispatch (which owns its buffers until done).
+//
+// Where a launch goes (csrc/foreign_stream.h): binding a torch `mps` tensor -> PyTorch's MPS
+// stream (no wait); otherwise our own stream, waited for (Triton code reads host memory right
+// after the call). `wait`: TRITON_MPS_LAUNCH_SYNC=1 waits always, =0 never.
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/shared_ptr.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
 
+#include <array>
+#include <chrono>
+#include <cstring>
 #include <optional>
 #include <string>
 #include <vector>
@@ -38,15 +47,6 @@ struct TritonFunction {
   std::shared_ptr<Pipeline> pipeline;
 };
 
-// How one bound Triton argument is passed.
-struct ArgSpec {
-  enum class Kind { Skip, Pointer, Scalar };
-  Kind kind = Kind::Skip;
-  std::string name;
-  std::string msl_type;
-  std::optional<ScalarType> scalar;  // Kind::Scalar
-};
-
 // Timings of launches made while capture is on (the driver's benchmarker). GIL-protected.
 struct Capture {
   bool enabled = false;
@@ -55,6 +55,25 @@ struct Capture {
 Capture& capture() {
   static Capture c;
   return c;
+}
+
+// The profiler (triton_mps.profile()): one record per launch while on. GIL-protected.
+struct ProfileRecord {
+  std::string kernel;
+  std::string device;
+  std::array<uint32_t, 3> grid{};
+  uint32_t threads = 0;
+  double wall_ns = 0;  // the launcher call, on the host (includes waiting when the launch waited)
+  std::string stream;  // "own", "foreign" (PyTorch's MPS stream), "none" (empty grid)
+  std::shared_ptr<DispatchTiming> timing;  // device time, filled once the dispatch completed
+};
+struct Profile {
+  bool enabled = false;
+  std::vector<ProfileRecord> records;
+};
+Profile& profile() {
+  static Profile p;
+  return p;
 }
 
 std::string py_type_name(nb::handle obj) { return nb::cast<std::string>(nb::str(obj.type().attr("__name__"))); }
@@ -74,7 +93,7 @@ PyObject* torch_tensor_type() {
 }
 
 // An interned attribute name, kept for the life of the process.
-nb::handle interned(const char* s) { return nb::handle(PyUnicode_InternFromString(s)); }
+PyObject* interned(const char* s) { return PyUnicode_InternFromString(s); }
 
 std::string py_str(nb::handle obj) {
   nb::object s = nb::steal(PyObject_Str(obj.ptr()));
@@ -85,94 +104,270 @@ std::string py_str(nb::handle obj) {
   return nb::cast<std::string>(s);
 }
 
-uint64_t call_u64(nb::handle obj, const char* method) { return nb::cast<uint64_t>(obj.attr(method)()); }
+// obj.method() as an unsigned 64-bit integer, through vectorcall (no bound-method object).
+uint64_t call_u64(PyObject* obj, PyObject* method) {
+  PyObject* args[2] = {nullptr, obj};
+  PyObject* r = PyObject_VectorcallMethod(method, args + 1, 1 | PY_VECTORCALL_ARGUMENTS_OFFSET, nullptr);
+  if (!r) throw nb::python_error();
+  const unsigned long long v = PyLong_AsUnsignedLongLong(r);
+  Py_DECREF(r);
+  if (v == static_cast<unsigned long long>(-1) && PyErr_Occurred()) throw nb::python_error();
+  return v;
+}
+
+bool attr_bool(PyObject* obj, PyObject* name) {
+  PyObject* r = PyObject_GetAttr(obj, name);
+  if (!r) throw nb::python_error();
+  const int v = PyObject_IsTrue(r);
+  Py_DECREF(r);
+  if (v < 0) throw nb::python_error();
+  return v != 0;
+}
+
+// The object a weak reference points to (borrowed), or null when it died.
+PyObject* weak_target(PyObject* weak) {
+#if PY_VERSION_HEX >= 0x030D0000
+  PyObject* o = nullptr;
+  if (PyWeakref_GetRef(weak, &o) <= 0) {
+    PyErr_Clear();
+    return nullptr;
+  }
+  Py_DECREF(o);  // the caller holds a strong reference to the candidate it compares with
+  return o;
+#else
+  PyObject* o = PyWeakref_GetObject(weak);
+  return o == Py_None ? nullptr : o;
+#endif
+}
+
+// tensor.data_ptr() as a direct call of torch's C function when the tensor's type does not
+// override it (METH_NOARGS method descriptor): skips the method lookup and the vectorcall
+// machinery, the largest per-argument cost left on the cached path. Cached for the last type.
+class DataPtrCall {
+ public:
+  uint64_t operator()(PyObject* t, PyObject* name) {
+    PyTypeObject* type = Py_TYPE(t);
+    if (type != type_) resolve(type, name);
+    if (!meth_) return call_method(t, name);
+    PyObject* r = meth_(t, nullptr);
+    if (!r) throw nb::python_error();
+    const unsigned long long v = PyLong_AsUnsignedLongLong(r);
+    Py_DECREF(r);
+    if (v == static_cast<unsigned long long>(-1) && PyErr_Occurred()) throw nb::python_error();
+    return v;
+  }
+
+ private:
+  PyTypeObject* type_ = nullptr;  // strong (kept for the life of the process: a freed type's address may be reused)
+  PyCFunction meth_ = nullptr;
+
+  void resolve(PyTypeObject* type, PyObject* name) {
+    Py_INCREF(type);
+    Py_XDECREF(type_);
+    type_ = type;
+    meth_ = nullptr;
+    PyObject* d = _PyType_Lookup(type, name);  // borrowed, no error set
+    if (d && Py_IS_TYPE(d, &PyMethodDescr_Type)) {
+      PyMethodDef* def = reinterpret_cast<PyMethodDescrObject*>(d)->d_method;
+      if ((def->ml_flags & (METH_NOARGS | METH_VARARGS | METH_KEYWORDS | METH_FASTCALL | METH_O)) == METH_NOARGS)
+        meth_ = def->ml_meth;
+    }
+  }
+  static uint64_t call_method(PyObject* obj, PyObject* method) { return call_u64(obj, method); }
+};
+
+struct Names {
+  PyObject* data_ptr = interned("data_ptr");
+  PyObject* untyped_storage = interned("untyped_storage");
+  PyObject* nbytes = interned("nbytes");
+  PyObject* storage_offset = interned("storage_offset");
+  PyObject* element_size = interned("element_size");
+  PyObject* is_cpu = interned("is_cpu");
+  PyObject* is_mps = interned("is_mps");
+};
+const Names& names() {
+  static const Names* n = new Names();  // never freed: interned strings live as long as Python
+  return *n;
+}
+
+// How one bound Triton argument is passed; built once per kernel.
+struct Slot {
+  enum class Kind { Skip, Pointer, Scalar };
+  Kind kind = Kind::Skip;
+  std::string name;
+  std::string msl_type;
+  std::optional<ScalarType> scalar;  // Kind::Scalar
+  size_t arg = 0;                    // index among the kernel's (non-skip) arguments
+
+  // Pointer slots: the torch tensor bound last time (weak), and what was read from it.
+  PyObject* weak = nullptr;
+  uint64_t data_ptr = 0;
+  uint64_t storage_ptr = 0;    // host address (CPU) or MTLBuffer handle (mps)
+  uint64_t storage_bytes = 0;  // 0: an empty tensor (a placeholder is bound)
+  uint64_t offset = 0;         // bytes from the storage's start to data_ptr
+  bool is_mps = false;
+};
+
+// One kernel argument of the current launch (scratch owned by the launcher, reused).
+struct Bound {
+  enum class What { Host, Native, Buffer, Placeholder, Scalar };
+  What what = What::Scalar;
+  PyObject* owner = nullptr;  // borrowed for the duration of the call (the tensor)
+  uint64_t base = 0;          // Host: address; Native: MTLBuffer handle
+  uint64_t bytes = 0;         // Host: length of the memory at base
+  uint64_t offset = 0;
+  uint64_t size = 0;  // Buffer: bytes usable from offset
+  std::shared_ptr<RawBuffer> buffer;  // Buffer
+  std::array<uint8_t, 16> scalar{};
+  uint8_t scalar_size = 0;
+};
+
+double now_ns() {
+  return static_cast<double>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count());
+}
 
 class TritonLauncher {
  public:
   TritonLauncher(std::string kernel, std::vector<std::tuple<std::string, std::string, std::string>> specs,
-                 uint32_t threads, int pack_scalars_at, nb::object fallback, nb::object before_mps, bool sync)
+                 uint32_t threads, int pack_scalars_at, nb::object fallback, nb::object before_mps, int wait)
       : kernel_(std::move(kernel)),
         threads_(threads),
         pack_scalars_at_(pack_scalars_at),
         fallback_(std::move(fallback)),
-        before_mps_(std::move(before_mps)),
-        sync_(sync) {
+        before_mps_(std::move(before_mps)) {
+    wait_ = wait < 0 ? LaunchWait::Default : wait == 0 ? LaunchWait::Never : LaunchWait::Always;
     for (auto& [kind, name, msl_type] : specs) {
-      ArgSpec s;
+      Slot s;
       s.name = name;
       s.msl_type = msl_type;
       if (kind == "skip") {
-        s.kind = ArgSpec::Kind::Skip;
+        s.kind = Slot::Kind::Skip;
       } else if (kind == "pointer") {
-        s.kind = ArgSpec::Kind::Pointer;
-        ++num_kernel_args_;
+        s.kind = Slot::Kind::Pointer;
+        s.arg = num_args_++;
       } else if (kind == "scalar") {
-        s.kind = ArgSpec::Kind::Scalar;
+        s.kind = Slot::Kind::Scalar;
         s.scalar = parse_scalar_type(msl_type);
         if (!s.scalar)
           throw InvalidArgument("kernel '" + kernel_ + "': argument '" + name + "' has MSL type '" + msl_type +
                                 "', which the launcher cannot pack from a Python value");
-        ++num_kernel_args_;
+        if (s.scalar->size() > sizeof(Bound::scalar))
+          throw InvalidArgument("kernel '" + kernel_ + "': argument '" + name + "' (" + msl_type + ") is too wide");
+        s.arg = num_args_++;
       } else {
         throw InvalidArgument("kernel '" + kernel_ + "': unknown argument kind '" + kind + "' for '" + name + "'");
       }
-      specs_.push_back(std::move(s));
+      slots_.push_back(std::move(s));
     }
     if (threads_ == 0) throw InvalidArgument("kernel '" + kernel_ + "': zero threads per threadgroup");
+    bound_.resize(num_args_);
+  }
+
+  ~TritonLauncher() {
+    if (!Py_IsInitialized()) return;
+    nb::gil_scoped_acquire gil;
+    for (Slot& s : slots_) Py_CLEAR(s.weak);
+    Py_CLEAR(last_function_);
   }
 
   // (gx, gy, gz, stream, function, packed_metadata, launch_metadata, enter_hook, exit_hook, *args)
-  void call(nb::args all) {
-    constexpr size_t kFixed = 9;
-    if (all.size() < kFixed)
-      throw InvalidArgument("kernel '" + kernel_ + "': launcher called with " + std::to_string(all.size()) +
+  void call(PyObject* all) {
+    constexpr Py_ssize_t kFixed = 9;
+    const Py_ssize_t n = PyTuple_GET_SIZE(all);
+    if (n < kFixed)
+      throw InvalidArgument("kernel '" + kernel_ + "': launcher called with " + std::to_string(n) +
                             " values; expected grid, stream, function, metadata and hooks first");
-    const size_t nargs = all.size() - kFixed;
-    if (nargs != specs_.size())
-      throw InvalidArgument("kernel '" + kernel_ + "' takes " + std::to_string(specs_.size()) +
-                            " arguments (constexprs included), got " + std::to_string(nargs));
-    std::array<uint32_t, 3> grid{};
-    for (int i = 0; i < 3; ++i) grid[i] = grid_dim(all[i], i);
-    if (!nb::isinstance<TritonFunction>(all[4]))
-      throw InvalidArgument("kernel '" + kernel_ + "': the function handle is a " + py_type_name(all[4]) +
-                            ", not a kernel loaded by the mps driver");
-    TritonFunction& fn = nb::cast<TritonFunction&>(all[4]);
-    nb::handle launch_metadata = all[6], enter = all[7], exit = all[8];
+    if (static_cast<size_t>(n - kFixed) != slots_.size())
+      throw InvalidArgument("kernel '" + kernel_ + "' takes " + std::to_string(slots_.size()) +
+                            " arguments (constexprs included), got " + std::to_string(n - kFixed));
+    const bool profiling = profile().enabled;
+    const double t0 = profiling ? now_ns() : 0;
+    std::array<uint32_t, 3> grid;
+    for (int i = 0; i < 3; ++i) grid[i] = grid_dim(PyTuple_GET_ITEM(all, i), i);
+    TritonFunction& fn = function(PyTuple_GET_ITEM(all, 4));
+    PyObject* launch_metadata = PyTuple_GET_ITEM(all, 6);
+    PyObject* enter = PyTuple_GET_ITEM(all, 7);
+    PyObject* exit = PyTuple_GET_ITEM(all, 8);
+    DeviceContext& ctx = *fn.ctx;
+    // The scratch (bound_ and the per-slot tensor cache) belongs to the outermost call: a call
+    // that starts while another is binding (another thread, switched to from Python code the
+    // binding ran, e.g. the numpy fallback) binds into its own scratch and skips the cache.
+    const bool reentered = busy_;
+    std::vector<Bound> local;
+    if (reentered) local.resize(num_args_);
+    std::vector<Bound>& bound = reentered ? local : bound_;
+    struct Release {
+      TritonLauncher& self;
+      bool owner;
+      ~Release() {
+        if (!owner) return;
+        for (Bound& b : self.bound_) {
+          b.owner = nullptr;  // borrowed for this call only
+          if (b.buffer) b.buffer.reset();
+        }
+        self.busy_ = false;
+      }
+    } release_scratch{*this, !reentered};
+    busy_ = true;
 
-    const std::shared_ptr<DeviceContext>& ctx = fn.ctx;
-    std::vector<Arg> args;
-    args.reserve(num_kernel_args_);
-    bool uses_mps = false;
-    for (size_t i = 0; i < nargs; ++i) {
-      const ArgSpec& s = specs_[i];
-      nb::handle obj = all[kFixed + i];
-      if (s.kind == ArgSpec::Kind::Skip) continue;
-      args.push_back(s.kind == ArgSpec::Kind::Pointer ? pointer_arg(obj, s, ctx, uses_mps) : scalar_arg(obj, s));
-    }
-    // The hooks bracket the launch itself; a launch rejected above never entered.
-    if (!enter.is_none()) enter(launch_metadata);
-    if (uses_mps && !before_mps_.is_none()) before_mps_();
-
-    LaunchConfig cfg;
-    cfg.threadgroups = grid;
-    cfg.threads_per_group = {threads_, 1, 1};
-    cfg.pack_scalars_at = pack_scalars_at_;
-    const bool empty = grid[0] == 0 || grid[1] == 0 || grid[2] == 0;
-    const bool timed = capture().enabled;
-    std::shared_ptr<DispatchTiming> timing;
-    if (empty) {
-      ctx->stream->launch(fn.pipeline, args, cfg, false);  // validates; runs nothing (as on CUDA)
-    } else {
-      nb::gil_scoped_release release;  // the simulator executes here; other Python threads may run
-      timing = ctx->stream->launch(fn.pipeline, args, cfg, timed);
-      if (sync_ || ctx->device->info().is_simulator)
-        ctx->stream->synchronize();
+    bool uses_mps = false, uses_host_tensor = false;
+    for (size_t i = 0; i < slots_.size(); ++i) {
+      Slot& s = slots_[i];
+      if (s.kind == Slot::Kind::Skip) continue;
+      PyObject* obj = PyTuple_GET_ITEM(all, kFixed + i);
+      if (s.kind == Slot::Kind::Pointer)
+        bind_pointer(obj, s, bound[s.arg], fn.ctx, !reentered, uses_mps, uses_host_tensor);
       else
-        ctx->stream->commit();
+        bind_scalar(obj, s, bound[s.arg]);
     }
-    if (timing) capture().timings.push_back(timing);
+    if (uses_mps) attach_torch_stream(ctx);
+    const bool foreign =
+        (uses_mps || (uses_host_tensor && ctx.foreign_takes_host_tensors)) && ctx.router->foreign() != nullptr;
+    const bool empty = grid[0] == 0 || grid[1] == 0 || grid[2] == 0;
+    // Validated for this pipeline before: what could change was checked while binding.
+    const bool revalidate = !(empty && validated_ == fn.pipeline);
+    // Out of the scratch before any Python code runs (hooks may switch threads).
+    std::vector<Arg> args;
+    if (revalidate) args = materialize(ctx, bound);
 
-    if (!exit.is_none()) exit(launch_metadata);
+    // The hooks bracket the launch itself; a launch rejected above never entered.
+    if (enter != Py_None) call_hook(enter, launch_metadata);
+    // No PyTorch stream to encode into (a torch without torch/mps.h's API): our own queue, after
+    // PyTorch finished what it issued (torch.mps.synchronize), waited for unless wait=0.
+    if (uses_mps && !foreign && !before_mps_.is_none()) before_mps_();
+
+    const bool timed = capture().enabled || profiling;
+    std::shared_ptr<DispatchTiming> timing;
+    if (revalidate) {
+      LaunchConfig cfg;
+      cfg.threadgroups = grid;
+      cfg.threads_per_group = {threads_, 1, 1};
+      cfg.pack_scalars_at = pack_scalars_at_;
+      if (empty) {
+        ctx.stream->launch(fn.pipeline, args, cfg, false);  // validates; runs nothing (as on CUDA)
+      } else {
+        nb::gil_scoped_release release;  // the simulator executes here; other Python threads may run
+        if (foreign)
+          timing = ctx.router->launch_foreign(fn.pipeline, args, cfg, timed, wait_);
+        else
+          timing = ctx.router->launch_own(fn.pipeline, args, cfg, timed, wait_);
+      }
+      validated_ = fn.pipeline;
+    }
+    if (timing && capture().enabled) capture().timings.push_back(timing);
+    if (profiling) {
+      ProfileRecord r;
+      r.kernel = kernel_;
+      r.device = ctx.device->info().name;
+      r.grid = grid;
+      r.threads = threads_;
+      r.wall_ns = now_ns() - t0;
+      r.stream = empty ? "none" : foreign ? "foreign" : "own";
+      r.timing = timing;
+      profile().records.push_back(std::move(r));
+    }
+    if (exit != Py_None) call_hook(exit, launch_metadata);
   }
 
   const std::string& kernel() const { return kernel_; }
@@ -180,118 +375,310 @@ class TritonLauncher {
 
  private:
   std::string kernel_;
-  std::vector<ArgSpec> specs_;
-  size_t num_kernel_args_ = 0;
+  std::vector<Slot> slots_;
+  size_t num_args_ = 0;
   uint32_t threads_;
   int pack_scalars_at_;
   nb::object fallback_;    // fallback(obj, name, kernel, device) -> Buffer, for numpy and other objects
-  nb::object before_mps_;  // called before a launch that binds a torch `mps` tensor
-  bool sync_;
+  nb::object before_mps_;  // torch.mps.synchronize, for `mps` launches without PyTorch's stream
+  LaunchWait wait_ = LaunchWait::Default;
+  std::vector<Bound> bound_;
+  bool busy_ = false;  // a call is using bound_ (see call())
+  std::shared_ptr<Pipeline> validated_;  // the pipeline the plan was checked against (Stream::launch)
+  PyObject* last_function_ = nullptr;    // strong; the TritonFunction object seen last
+  DataPtrCall data_ptr_;
+  TritonFunction* last_fn_ = nullptr;
 
-  std::string who(const ArgSpec& s) const { return "kernel '" + kernel_ + "': argument '" + s.name + "'"; }
+  std::string who(const Slot& s) const { return "kernel '" + kernel_ + "': argument '" + s.name + "'"; }
 
-  uint32_t grid_dim(nb::handle v, int i) const {
-    const char* axis = i == 0 ? "x" : i == 1 ? "y" : "z";
-    nb::object idx = nb::steal(PyNumber_Index(v.ptr()));
-    if (!idx.is_valid()) {
-      PyErr_Clear();
-      throw InvalidArgument("kernel '" + kernel_ + "': grid " + axis + " must be an integer, got " + py_type_name(v));
-    }
+  static void call_hook(PyObject* hook, PyObject* arg) {
+    PyObject* r = PyObject_Vectorcall(hook, &arg, 1, nullptr);  // (in nanobind's macOS symbol list)
+    if (!r) throw nb::python_error();
+    Py_DECREF(r);
+  }
+
+  TritonFunction& function(PyObject* obj) {
+    if (obj == last_function_) return *last_fn_;
+    if (!nb::isinstance<TritonFunction>(obj))
+      throw InvalidArgument("kernel '" + kernel_ + "': the function handle is a " + py_type_name(obj) +
+                            ", not a kernel loaded by the mps driver");
+    TritonFunction* fn = nb::inst_ptr<TritonFunction>(obj);
+    PyObject* old = last_function_;
+    Py_INCREF(obj);
+    last_function_ = obj;
+    last_fn_ = fn;
+    Py_XDECREF(old);  // last: may run arbitrary code
+    return *fn;
+  }
+
+  uint32_t grid_dim(PyObject* v, int i) const {
+    long long x;
     int overflow = 0;
-    long long x = PyLong_AsLongLongAndOverflow(idx.ptr(), &overflow);
+    if (PyLong_CheckExact(v)) {
+      x = PyLong_AsLongLongAndOverflow(v, &overflow);
+    } else {
+      nb::object idx = nb::steal(PyNumber_Index(v));
+      if (!idx.is_valid()) {
+        PyErr_Clear();
+        throw InvalidArgument("kernel '" + kernel_ + "': grid " + axis(i) + " must be an integer, got " +
+                              py_type_name(v));
+      }
+      x = PyLong_AsLongLongAndOverflow(idx.ptr(), &overflow);
+    }
     if (overflow || x < 0 || x > 0xffffffffLL)
-      throw InvalidArgument("kernel '" + kernel_ + "': grid " + axis + " = " + nb::cast<std::string>(nb::repr(v)) +
-                            " is out of range [0, 2^32)");
+      throw InvalidArgument("kernel '" + kernel_ + "': grid " + axis(i) + " = " +
+                            nb::cast<std::string>(nb::repr(nb::handle(v))) + " is out of range [0, 2^32)");
     return static_cast<uint32_t>(x);
   }
+  static const char* axis(int i) { return i == 0 ? "x" : i == 1 ? "y" : "z"; }
 
-  static Arg buffer(std::shared_ptr<RawBuffer> raw, uint64_t offset) {
-    Arg a;
-    a.kind = Arg::Kind::Buffer;
-    a.buffer = std::move(raw);
-    a.offset = offset;
-    return a;
-  }
+  // --- pointers ------------------------------------------------------------------------------
 
-  // A pointer Triton will not dereference (None, or an empty tensor): a small pooled buffer,
-  // since Metal binds a real buffer at every [[buffer(n)]].
-  static Arg placeholder(DeviceContext& ctx) { return buffer(ctx.pool->allocate(16), 0); }
-
-  Arg pointer_arg(nb::handle obj, const ArgSpec& s, const std::shared_ptr<DeviceContext>& ctx, bool& uses_mps) const {
-    if (nb::isinstance<BufferRef>(obj)) {
-      auto& b = nb::cast<BufferRef&>(obj);
-      Arg a = buffer(b.raw, b.offset);
-      a.size = b.nbytes;
-      return a;
-    }
-    if (obj.is_none()) return placeholder(*ctx);
+  void bind_pointer(PyObject* obj, Slot& s, Bound& b, const std::shared_ptr<DeviceContext>& ctx, bool use_cache,
+                    bool& uses_mps, bool& uses_host_tensor) {
     PyObject* tensor_type = torch_tensor_type();
-    if (tensor_type && PyObject_TypeCheck(obj.ptr(), reinterpret_cast<PyTypeObject*>(tensor_type)))
-      return tensor_arg(obj, s, *ctx, uses_mps);
-    if (PyFloat_Check(obj.ptr()) || PyLong_Check(obj.ptr()))
+    if (tensor_type && PyObject_TypeCheck(obj, reinterpret_cast<PyTypeObject*>(tensor_type))) {
+      if (use_cache) {
+        bind_tensor(obj, s, b, *ctx, true);
+        (s.is_mps ? uses_mps : uses_host_tensor) = true;
+      } else {
+        Slot tmp;
+        tmp.name = s.name;
+        tmp.msl_type = s.msl_type;
+        bind_tensor(obj, tmp, b, *ctx, false);
+        (tmp.is_mps ? uses_mps : uses_host_tensor) = true;
+      }
+      return;
+    }
+    b.owner = nullptr;
+    if (nb::isinstance<BufferRef>(obj)) {
+      auto& ref = *nb::inst_ptr<BufferRef>(obj);
+      set_buffer(b, ref);
+      return;
+    }
+    if (obj == Py_None) {
+      b.what = Bound::What::Placeholder;
+      return;
+    }
+    if (PyFloat_Check(obj) || PyLong_Check(obj))
       throw InvalidArgument(who(s) + " is a pointer (" + s.msl_type + "*); got the number " +
-                            nb::cast<std::string>(nb::repr(obj)));
+                            nb::cast<std::string>(nb::repr(nb::handle(obj))));
     // numpy arrays, objects with data_ptr(): the Python side knows their layouts.
-    nb::object r = fallback_(obj, s.name, kernel_, nb::cast(ctx));
+    nb::object r = fallback_(nb::handle(obj), s.name, kernel_, nb::cast(ctx));
     if (!nb::isinstance<BufferRef>(r))
       throw InvalidArgument(who(s) + ": the pointer fallback returned a " + py_type_name(r) + ", not a Buffer");
-    auto& b = nb::cast<BufferRef&>(r);
-    Arg a = buffer(b.raw, b.offset);
-    a.size = b.nbytes;
-    return a;
+    set_buffer(b, *nb::inst_ptr<BufferRef>(r.ptr()));
   }
 
-  Arg tensor_arg(nb::handle t, const ArgSpec& s, DeviceContext& ctx, bool& uses_mps) const {
-    static nb::handle s_is_cpu = interned("is_cpu"), s_is_mps = interned("is_mps");
+  static void set_buffer(Bound& b, const BufferRef& ref) {
+    b.what = Bound::What::Buffer;
+    b.buffer = ref.raw;
+    b.offset = ref.offset;
+    b.size = ref.nbytes;
+  }
+
+  void bind_tensor(PyObject* t, Slot& s, Bound& b, DeviceContext& ctx, bool remember) {
+    const Names& nm = names();
+    const uint64_t data_ptr = data_ptr_(t, nm.data_ptr);
+    if (!(s.weak && weak_target(s.weak) == t && s.data_ptr == data_ptr)) read_tensor(t, s, data_ptr, ctx, remember);
+    b.owner = t;
+    b.buffer.reset();
+    if (s.storage_bytes == 0) {
+      b.what = Bound::What::Placeholder;  // an empty tensor: nothing to address
+      return;
+    }
+    b.what = s.is_mps ? Bound::What::Native : Bound::What::Host;
+    b.base = s.storage_ptr;
+    b.bytes = s.storage_bytes;
+    b.offset = s.offset;
+  }
+
+  // The storage behind tensor `t` (a cache miss): device, address, size, offset.
+  void read_tensor(PyObject* t, Slot& s, uint64_t data_ptr, DeviceContext& ctx, bool remember) {
+    const Names& nm = names();
+    Py_CLEAR(s.weak);
     const bool sim = ctx.device->info().is_simulator;
-    const bool is_cpu = nb::cast<bool>(t.attr(s_is_cpu));
-    const bool is_mps = !is_cpu && nb::cast<bool>(t.attr(s_is_mps));
+    const bool is_cpu = attr_bool(t, nm.is_cpu);
+    const bool is_mps = !is_cpu && attr_bool(t, nm.is_mps);
     if (!is_cpu && !is_mps) {
-      throw InvalidArgument(who(s) + " is a tensor on device '" + py_str(t.attr("device")) +
-                            "'; the " + (sim ? "simulator takes CPU tensors" : "Metal device takes 'mps' tensors"));
+      throw InvalidArgument(who(s) + " is a tensor on device '" + py_str(nb::handle(t).attr("device")) + "'; the " +
+                            (sim ? "simulator takes CPU tensors" : "Metal device takes 'mps' tensors"));
     }
     if (is_mps && sim) {
       throw InvalidArgument(who(s) + " is an 'mps' tensor, but the kernel runs on the simulator, which takes CPU "
                             "tensors (set TRITON_MPS_DEVICE=metal on a Mac)");
     }
-    nb::object storage = t.attr("untyped_storage")();
-    const uint64_t storage_ptr = call_u64(storage, "data_ptr");
-    const uint64_t storage_bytes = call_u64(storage, "nbytes");
-    if (storage_bytes == 0) return placeholder(ctx);  // an empty tensor: nothing to address
+    PyObject* self[2] = {nullptr, t};
+    nb::object storage = nb::steal(
+        PyObject_VectorcallMethod(nm.untyped_storage, self + 1, 1 | PY_VECTORCALL_ARGUMENTS_OFFSET, nullptr));
+    if (!storage.is_valid()) throw nb::python_error();
+    s.is_mps = is_mps;
+    s.storage_ptr = call_u64(storage.ptr(), nm.data_ptr);
+    s.storage_bytes = call_u64(storage.ptr(), nm.nbytes);
+    s.data_ptr = data_ptr;
     if (is_mps) {
       // On MPS the storage pointer is the MTLBuffer handle, not an address (platform facts).
-      uses_mps = true;
-      const uint64_t offset = call_u64(t, "storage_offset") * call_u64(t, "element_size");
-      std::unique_ptr<RawBuffer> inner = ctx.device->wrap_native_buffer(reinterpret_cast<void*>(storage_ptr));
-      // The tensor itself lives until the dispatch completed (see OwnedHostBuffer).
-      auto raw = std::make_shared<OwnedHostBuffer>(std::move(inner), nb::borrow(t));
-      return buffer(std::move(raw), offset);
+      s.offset = call_u64(t, nm.storage_offset) * call_u64(t, nm.element_size);
+      if (s.offset > s.storage_bytes) throw InvalidArgument(who(s) + ": storage_offset() is past its storage");
+    } else {
+      // A kernel may address any byte of the allocation, as on CUDA: the whole storage is bound.
+      if (data_ptr < s.storage_ptr || data_ptr - s.storage_ptr > s.storage_bytes)
+        throw InvalidArgument(who(s) + ": data_ptr() is outside the tensor's storage");
+      s.offset = data_ptr - s.storage_ptr;
     }
-    // A CPU tensor: wrap its whole storage (a kernel may address any byte of the allocation,
-    // as on CUDA) and keep the tensor alive until the dispatch completed.
-    const uint64_t data_ptr = call_u64(t, "data_ptr");
-    if (data_ptr < storage_ptr || data_ptr - storage_ptr > storage_bytes)
-      throw InvalidArgument(who(s) + ": data_ptr() is outside the tensor's storage");
-    std::unique_ptr<RawBuffer> inner = ctx.device->wrap_host_memory(reinterpret_cast<void*>(storage_ptr), storage_bytes);
-    auto raw = std::make_shared<OwnedHostBuffer>(std::move(inner), nb::borrow(t));
-    return buffer(std::move(raw), data_ptr - storage_ptr);
+    if (!remember) return;
+    s.weak = PyWeakref_NewRef(t, nullptr);  // no cache for objects without weak references
+    if (!s.weak) PyErr_Clear();
   }
 
-  Arg scalar_arg(nb::handle v, const ArgSpec& s) const {
+  // --- scalars -------------------------------------------------------------------------------
+
+  void bind_scalar(PyObject* v, const Slot& s, Bound& b) const {
     const ScalarType& st = *s.scalar;
-    Arg a;
-    a.kind = Arg::Kind::Scalar;
-    a.bytes.assign(st.size(), 0);
-    ScalarValue sv = python_scalar(v, st.is_float(), who(s) + " (" + s.msl_type + ")");
-    std::string err = st.store(sv, a.bytes.data());
+    b.what = Bound::What::Scalar;
+    b.owner = nullptr;
+    b.scalar_size = static_cast<uint8_t>(st.size());
+    b.scalar.fill(0);
+    ScalarValue sv;
+    if (st.is_float() && PyFloat_CheckExact(v)) {
+      sv = ScalarValue::from_double(PyFloat_AS_DOUBLE(v));
+    } else if (!st.is_float() && PyLong_CheckExact(v)) {
+      int overflow = 0;
+      const long long x = PyLong_AsLongLongAndOverflow(v, &overflow);
+      sv = overflow == 0 ? ScalarValue::from_signed(x) : python_scalar(v, false, who(s) + " (" + s.msl_type + ")");
+    } else {
+      sv = python_scalar(v, st.is_float(), who(s) + " (" + s.msl_type + ")");
+    }
+    std::string err = st.store(sv, b.scalar.data());
     if (!err.empty()) throw InvalidArgument(who(s) + " (" + s.msl_type + "): " + err);
-    return a;
+  }
+
+  // --- the dispatch's arguments (launches that run or are validated) --------------------------
+
+  static std::vector<Arg> materialize(DeviceContext& ctx, const std::vector<Bound>& bound) {
+    std::vector<Arg> args(bound.size());
+    for (size_t i = 0; i < bound.size(); ++i) {
+      const Bound& b = bound[i];
+      Arg& a = args[i];
+      switch (b.what) {
+        case Bound::What::Scalar:
+          a.kind = Arg::Kind::Scalar;
+          a.bytes.assign(b.scalar.begin(), b.scalar.begin() + b.scalar_size);
+          break;
+        case Bound::What::Buffer:
+          a.buffer = b.buffer;
+          a.offset = b.offset;
+          a.size = b.size;
+          break;
+        case Bound::What::Placeholder:
+          // A pointer Triton will not dereference (None, or an empty tensor): a small pooled
+          // buffer, since Metal binds a real buffer at every [[buffer(n)]].
+          a.buffer = ctx.pool->allocate(16);
+          break;
+        case Bound::What::Host: {
+          std::unique_ptr<RawBuffer> inner = ctx.device->wrap_host_memory(reinterpret_cast<void*>(b.base), b.bytes);
+          // The tensor itself lives until the dispatch completed (see OwnedHostBuffer).
+          a.buffer = std::make_shared<OwnedHostBuffer>(std::move(inner), nb::borrow(b.owner));
+          a.offset = b.offset;
+          break;
+        }
+        case Bound::What::Native: {
+          std::unique_ptr<RawBuffer> inner = ctx.device->wrap_native_buffer(reinterpret_cast<void*>(b.base));
+          a.buffer = std::make_shared<OwnedHostBuffer>(std::move(inner), nb::borrow(b.owner));
+          a.offset = b.offset;
+          break;
+        }
+      }
+    }
+    return args;
+  }
+
+  // PyTorch's MPS stream, looked up once per device on its first `mps` launch.
+  static void attach_torch_stream(DeviceContext& ctx) {
+    if (ctx.foreign_looked_up) return;
+    ctx.foreign_looked_up = true;
+    // The emulated Metal device (Linux) has no PyTorch MPS stream; its tests attach a fake one.
+    if (ctx.router->foreign() || ctx.device->info().is_simulator || ctx.device->info().is_emulated) return;
+    std::string library;
+    try {
+      nb::object torch = nb::module_::import_("torch");
+      nb::object os_path = nb::module_::import_("os.path");
+      nb::object dir = os_path.attr("dirname")(torch.attr("__file__"));
+      library = nb::cast<std::string>(os_path.attr("join")(dir, "lib", "libtorch_cpu.dylib"));
+    } catch (const std::exception&) {
+      PyErr_Clear();
+    }
+    std::string error;
+    TorchMpsApi api = resolve_torch_mps_api(library, &error);
+    if (!api.complete()) return;  // an old torch: launches keep waiting on our own queue (see README)
+    if (auto stream = make_torch_mps_stream(ctx.device, api)) ctx.router->set_foreign(std::move(stream));
   }
 };
+
+// --- Python type: tp_call straight into TritonLauncher::call ------------------------------------
+
+PyObject* g_module = nullptr;  // triton_mps._core (borrowed: modules live until exit)
+
+void set_python_error(const char* cls, const char* what) {
+  PyObject* type = g_module ? PyObject_GetAttrString(g_module, cls) : nullptr;
+  if (!type) {
+    PyErr_Clear();
+    PyErr_SetString(PyExc_RuntimeError, what);
+    return;
+  }
+  PyErr_SetString(type, what);
+  Py_DECREF(type);
+}
+
+// Same mapping as the module's exception translator (bindings.cpp).
+void raise_current() {
+  try {
+    throw;
+  } catch (nb::python_error& e) {
+    e.restore();
+  } catch (const nb::builtin_exception& e) {
+    PyErr_SetString(PyExc_RuntimeError, e.what());
+  } catch (const InvalidArgument& e) {
+    set_python_error("InvalidArgument", e.what());
+  } catch (const CompileError& e) {
+    set_python_error("CompileError", e.what());
+  } catch (const LimitExceeded& e) {
+    set_python_error("LimitExceeded", e.what());
+  } catch (const DispatchError& e) {
+    set_python_error("DispatchError", e.what());
+  } catch (const Interrupted& e) {
+    if (PyErr_CheckSignals() == 0) PyErr_SetString(PyExc_KeyboardInterrupt, e.what());
+  } catch (const OutOfMemory& e) {
+    set_python_error("OutOfMemory", e.what());
+  } catch (const Unavailable& e) {
+    set_python_error("Unavailable", e.what());
+  } catch (const Error& e) {
+    set_python_error("Error", e.what());
+  } catch (const std::exception& e) {
+    PyErr_SetString(PyExc_RuntimeError, e.what());
+  }
+}
+
+PyObject* launcher_tp_call(PyObject* self, PyObject* args, PyObject* kwargs) {
+  if (kwargs && PyDict_GET_SIZE(kwargs) != 0) {
+    PyErr_SetString(PyExc_TypeError, "the mps launcher takes positional arguments only");
+    return nullptr;
+  }
+  try {
+    nb::inst_ptr<TritonLauncher>(self)->call(args);
+  } catch (...) {
+    raise_current();
+    return nullptr;
+  }
+  Py_RETURN_NONE;
+}
+
+PyType_Slot launcher_slots[] = {{Py_tp_call, reinterpret_cast<void*>(launcher_tp_call)}, {0, nullptr}};
 
 }  // namespace
 
 void bind_triton_launcher(nb::module_& m) {
+  g_module = m.ptr();
   // Triton keeps compiled kernels (and so our launchers, functions and devices) in module-level
   // caches that live until interpreter teardown, after nanobind's leak check runs: the
   // "leaked instances" report at exit would be noise, not a reference-counting bug.
@@ -307,13 +694,14 @@ void bind_triton_launcher(nb::module_& m) {
       .def_prop_ro("max_threads", [](const TritonFunction& f) { return f.pipeline->max_total_threads_per_threadgroup(); })
       .def("__repr__", [](const TritonFunction& f) { return "<triton_mps.TritonFunction '" + f.pipeline->name() + "'>"; });
 
-  nb::class_<TritonLauncher>(m, "TritonLauncher",
+  nb::class_<TritonLauncher>(m, "TritonLauncher", nb::type_slots(launcher_slots),
                              "Converts Triton launch arguments and dispatches, in one call (see triton_launch.cpp).")
       .def(nb::init<std::string, std::vector<std::tuple<std::string, std::string, std::string>>, uint32_t, int,
-                    nb::object, nb::object, bool>(),
-           "kernel"_a, "specs"_a, "threads"_a, "pack_scalars_at"_a, "fallback"_a, "before_mps"_a, "sync"_a = true,
-           "specs: one (kind, name, msl_type) per bound argument, kind 'pointer', 'scalar' or 'skip' (constexpr).")
-      .def("__call__", &TritonLauncher::call)
+                    nb::object, nb::object, int>(),
+           "kernel"_a, "specs"_a, "threads"_a, "pack_scalars_at"_a, "fallback"_a, "before_mps"_a = nb::none(),
+           "wait"_a = -1,
+           "specs: one (kind, name, msl_type) per bound argument, kind 'pointer', 'scalar' or 'skip' (constexpr). "
+           "wait: -1 default (own stream waits, PyTorch's MPS stream does not), 0 never, 1 always.")
       .def_prop_ro("kernel", &TritonLauncher::kernel)
       .def_prop_ro("threads", &TritonLauncher::threads);
 
@@ -327,6 +715,74 @@ void bind_triton_launcher(nb::module_& m) {
     capture().timings.clear();
     return out;
   }, "Timings recorded since the last call (filled once their batch completed).");
+
+  // The foreign stream of a device (csrc/foreign_stream.h), and a recording one for tests.
+  nb::class_<RecordingForeignStream>(m, "RecordingForeignStream",
+                                     "A stand-in for PyTorch's MPS stream that records what is done to it (tests).")
+      .def("events", &RecordingForeignStream::events)
+      .def("clear_events", &RecordingForeignStream::clear_events)
+      .def("owner_op", &RecordingForeignStream::owner_op, "label"_a,
+           "Record work the owner itself issues (a PyTorch op), in order with ours.")
+      .def("synchronize", [](RecordingForeignStream& s) {
+            nb::gil_scoped_release r;
+            s.synchronize();
+          });
+  m.def("attach_recording_stream", [](std::shared_ptr<DeviceContext> ctx, bool takes_host_tensors) {
+        auto stream = std::make_shared<RecordingForeignStream>(ctx->device);
+        {
+          nb::gil_scoped_release r;
+          ctx->router->set_foreign(stream);
+        }
+        ctx->foreign_looked_up = true;
+        ctx->foreign_takes_host_tensors = takes_host_tensors;
+        return stream;
+      }, "device"_a, "takes_host_tensors"_a = true,
+      "Tests: launches that bind torch `mps` tensors (and, with takes_host_tensors, CPU tensors) go to a "
+      "recording foreign stream on this device.");
+  m.def("detach_foreign_stream", [](std::shared_ptr<DeviceContext> ctx) {
+        {
+          nb::gil_scoped_release r;
+          ctx->router->set_foreign(nullptr);  // waits for what it holds
+        }
+        ctx->foreign_looked_up = false;
+        ctx->foreign_takes_host_tensors = false;
+      }, "device"_a);
+  m.def("foreign_stream", [](std::shared_ptr<DeviceContext> ctx) -> nb::object {
+        auto f = ctx->router->foreign();
+        if (!f) return nb::none();
+        return nb::cast(f->name());
+      }, "device"_a, "The name of the device's foreign stream ('torch-mps', ...) or None.");
+  m.def("foreign_pending", [](std::shared_ptr<DeviceContext> ctx) { return ctx->router->foreign_pending(); },
+        "device"_a, "Launches on the foreign stream not yet waited for.");
+  m.def("torch_mps_api_symbols", [](const std::string& library) {
+        std::string error;
+        TorchMpsApi api = resolve_torch_mps_api(library, &error);
+        nb::dict d;
+        d[kTorchGetCommandBuffer] = api.get_command_buffer != nullptr;
+        d[kTorchGetDispatchQueue] = api.get_dispatch_queue != nullptr;
+        d[kTorchCommit] = api.commit != nullptr;
+        d[kTorchSynchronize] = api.synchronize != nullptr;
+        d["dispatch_sync_f"] = api.dispatch_sync_f != nullptr;
+        return d;
+      }, "library"_a, "Which of PyTorch's torch/mps.h functions (and libdispatch's dispatch_sync_f) resolve "
+      "in this process or the loaded `library` (it is never loaded here).");
+  m.def("set_foreign_commit_every", [](std::shared_ptr<DeviceContext> ctx, size_t n) {
+        ctx->router->set_foreign_commit_every(n);
+      }, "device"_a, "n"_a);
+
+  m.def("triton_profile", [](bool on) { profile().enabled = on; }, "on"_a,
+        "Record every Triton launch from now on (triton_mps.profile()).");
+  m.def("triton_profiling", [] { return profile().enabled; });
+  m.def("triton_take_profile", [] {
+    nb::list out;
+    for (auto& r : profile().records) {
+      nb::object timing = r.timing ? nb::cast(TimingRef{r.timing}) : nb::none();
+      out.append(nb::make_tuple(r.kernel, r.device, nb::make_tuple(r.grid[0], r.grid[1], r.grid[2]), r.threads,
+                                r.wall_ns, r.stream, timing));
+    }
+    profile().records.clear();
+    return out;
+  }, "Launches recorded since the last call: (kernel, device, grid, threads, wall_ns, stream, timing or None).");
 }
 
 }  // namespace tmps

@@ -480,11 +480,11 @@ MetalBatch::~MetalBatch() {
   }
 }
 
-void MetalBatch::validate(const Dispatch& d) const {
+void validate_dispatch(MTL::Device* device, const DeviceInfo& info, const Dispatch& d) {
   auto* pipeline = dynamic_cast<MetalPipeline*>(d.pipeline.get());
   if (!pipeline) throw InvalidArgument("Metal batch: the dispatch's pipeline was not built by a Metal device");
   const std::string kernel = "kernel '" + pipeline->name() + "': ";
-  if (pipeline->state()->device() != device_.get())
+  if (pipeline->state()->device() != device)
     throw InvalidArgument(kernel + "pipeline was built for another Metal device");
   uint64_t threads = 1;
   for (uint32_t t : d.threads_per_group) {
@@ -497,8 +497,8 @@ void MetalBatch::validate(const Dispatch& d) const {
                         std::to_string(pipeline->max_total_threads_per_threadgroup()) + ")");
   for (const Binding& b : d.bindings) {
     const std::string where = kernel + "binding buffer(" + std::to_string(b.index) + "): ";
-    if (b.index >= info_.max_buffer_bindings)
-      throw InvalidArgument(where + "index over Metal's " + std::to_string(info_.max_buffer_bindings) + " buffer bindings");
+    if (b.index >= info.max_buffer_bindings)
+      throw InvalidArgument(where + "index over Metal's " + std::to_string(info.max_buffer_bindings) + " buffer bindings");
     if (b.kind == Binding::Kind::Bytes) {
       if (b.bytes.empty()) throw InvalidArgument(where + "empty inline bytes");
       continue;
@@ -511,14 +511,16 @@ void MetalBatch::validate(const Dispatch& d) const {
   }
   uint64_t shared = pipeline->static_threadgroup_memory();
   for (const auto& [index, bytes] : d.threadgroup_memory) {
-    if (index >= info_.max_buffer_bindings)
+    if (index >= info.max_buffer_bindings)
       throw InvalidArgument(kernel + "threadgroup(" + std::to_string(index) + ") index out of range");
     shared += (uint64_t(bytes) + kThreadgroupMemoryGranule - 1) / kThreadgroupMemoryGranule * kThreadgroupMemoryGranule;
   }
-  if (shared > info_.max_threadgroup_memory)
+  if (shared > info.max_threadgroup_memory)
     throw LimitExceeded(kernel + "needs " + std::to_string(shared) + " bytes of threadgroup memory; the device has " +
-                        std::to_string(info_.max_threadgroup_memory));
+                        std::to_string(info.max_threadgroup_memory));
 }
+
+void MetalBatch::validate(const Dispatch& d) const { validate_dispatch(device_.get(), info_, d); }
 
 MTL::CommandBuffer* MetalBatch::current_command_buffer() {
   if (!command_buffer_open_) {
@@ -559,7 +561,8 @@ bool MetalBatch::reserve_samples(Ref<MTL::CounterSampleBuffer>& buffer, NS::UInt
   return true;
 }
 
-void MetalBatch::encode_into(MTL::ComputeCommandEncoder* enc, const Dispatch& d) {
+void encode_dispatch(MTL::Device* device, MTL::ComputeCommandEncoder* enc, const Dispatch& d,
+                     std::vector<Ref<MTL::Buffer>>& scratch_buffers) {
   auto* pipeline = static_cast<MetalPipeline*>(d.pipeline.get());
   enc->setComputePipelineState(pipeline->state());
   for (const Binding& b : d.bindings) {
@@ -569,10 +572,10 @@ void MetalBatch::encode_into(MTL::ComputeCommandEncoder* enc, const Dispatch& d)
     } else if (b.bytes.size() <= kMaxSetBytes) {
       enc->setBytes(b.bytes.data(), b.bytes.size(), b.index);  // Metal copies the bytes now
     } else {
-      auto scratch = NS::TransferPtr(device_->newBuffer(b.bytes.data(), b.bytes.size(), kSharedOptions));
+      auto scratch = NS::TransferPtr(device->newBuffer(b.bytes.data(), b.bytes.size(), kSharedOptions));
       if (!scratch) throw OutOfMemory("kernel '" + pipeline->name() + "': could not allocate inline argument bytes");
       enc->setBuffer(scratch.get(), 0, b.index);
-      state_->scratch.push_back(std::move(scratch));
+      scratch_buffers.push_back(std::move(scratch));
     }
   }
   for (const auto& [index, bytes] : d.threadgroup_memory) {
@@ -582,6 +585,10 @@ void MetalBatch::encode_into(MTL::ComputeCommandEncoder* enc, const Dispatch& d)
   }
   enc->dispatchThreadgroups(MTL::Size(d.threadgroups[0], d.threadgroups[1], d.threadgroups[2]),
                             MTL::Size(d.threads_per_group[0], d.threads_per_group[1], d.threads_per_group[2]));
+}
+
+void MetalBatch::encode_into(MTL::ComputeCommandEncoder* enc, const Dispatch& d) {
+  encode_dispatch(device_.get(), enc, d, state_->scratch);
 }
 
 void MetalBatch::encode(const Dispatch& d, std::shared_ptr<DispatchTiming> timing) {

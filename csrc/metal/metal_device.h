@@ -154,6 +154,16 @@ class MetalDevice final : public Device {
   std::unique_ptr<PipelineArchive> archive_;
 };
 
+// Metal's validation rules for one dispatch on `device` (pipeline, thread count, bindings,
+// threadgroup memory); throws InvalidArgument / LimitExceeded. Shared by MetalBatch and the
+// PyTorch MPS stream (torch_stream.cpp).
+void validate_dispatch(MTL::Device* device, const DeviceInfo& info, const Dispatch& d);
+// Sets the pipeline, bindings and threadgroup memory of `d` on `enc` and dispatches it. Inline
+// bytes over Metal's 4 KiB setBytes limit go through a new buffer appended to `scratch_buffers`
+// (keep it until the dispatch completed).
+void encode_dispatch(MTL::Device* device, MTL::ComputeCommandEncoder* enc, const Dispatch& d,
+                     std::vector<Ref<MTL::Buffer>>& scratch_buffers);
+
 // State shared between a batch and the completion handlers of its command buffers. Holds every
 // resource the GPU uses until the last command buffer completed (command buffers are created
 // with unretained references: retaining here is cheaper than Metal retaining per setBuffer).

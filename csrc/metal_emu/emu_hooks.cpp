@@ -3,6 +3,8 @@
 
 #include <Metal/Metal.hpp>
 
+#include <mutex>
+
 #include "metal_emu/metal_objects.h"
 #include "metal_emu/objc_runtime.h"
 
@@ -46,6 +48,116 @@ uintptr_t hook_new_foreign_buffer(uint64_t bytes) {
   static id other = new_emulated_device("Apple M1 (emulated, second GPU)", 0x200000002ull);  // lives forever
   auto* device = reinterpret_cast<MTL::Device*>(other);
   return reinterpret_cast<uintptr_t>(device->newBuffer(bytes, MTL::ResourceStorageModeShared));
+}
+
+namespace {
+
+struct FakeTorch {
+  std::mutex queue;  // the serial dispatch queue
+  std::mutex mu;     // the state below
+  MTL::CommandQueue* command_queue = nullptr;  // +1, lives forever
+  MTL::CommandBuffer* current = nullptr;       // +1
+  std::vector<MTL::CommandBuffer*> committed;  // +1 each
+  std::vector<std::string> events;
+
+  MTL::CommandBuffer* current_locked() {
+    if (!current) {
+      NS::AutoreleasePool* pool = NS::AutoreleasePool::alloc()->init();
+      current = command_queue->commandBuffer()->retain();
+      pool->release();
+    }
+    return current;
+  }
+  void commit_locked() {
+    if (!current) return;
+    current->commit();
+    committed.push_back(current);
+    current = nullptr;
+  }
+};
+
+FakeTorch& fake_torch() {
+  static FakeTorch* f = [] {
+    auto* t = new FakeTorch();  // lives forever, like PyTorch's stream
+    MTL::Device* device = MTLCreateSystemDefaultDevice();
+    t->command_queue = device->newCommandQueue();
+    device->release();
+    return t;
+  }();
+  return *f;
+}
+
+void* fake_get_command_buffer() {
+  FakeTorch& t = fake_torch();
+  std::lock_guard<std::mutex> lock(t.mu);
+  t.events.push_back("get_command_buffer");
+  return t.current_locked();
+}
+
+void* fake_get_dispatch_queue() { return &fake_torch().queue; }
+
+void fake_commit() {
+  FakeTorch& t = fake_torch();
+  std::lock_guard<std::mutex> lock(t.mu);
+  t.events.push_back("commit");
+  t.commit_locked();
+}
+
+void fake_synchronize() {
+  FakeTorch& t = fake_torch();
+  std::vector<MTL::CommandBuffer*> wait;
+  {
+    std::lock_guard<std::mutex> lock(t.mu);
+    t.events.push_back("synchronize");
+    t.commit_locked();
+    wait.swap(t.committed);
+  }
+  for (MTL::CommandBuffer* cb : wait) {
+    cb->waitUntilCompleted();
+    cb->release();
+  }
+}
+
+void fake_dispatch_sync_f(void* queue, void* context, void (*work)(void*)) {
+  FakeTorch& t = fake_torch();
+  {
+    std::lock_guard<std::mutex> lock(t.mu);
+    t.events.push_back(queue == &t.queue ? "queue" : "queue (unknown)");
+  }
+  std::lock_guard<std::mutex> serial(*static_cast<std::mutex*>(queue));
+  work(context);
+}
+
+}  // namespace
+
+TorchMpsApi hook_fake_torch_api() {
+  fake_torch();
+  TorchMpsApi api;
+  api.get_command_buffer = &fake_get_command_buffer;
+  api.get_dispatch_queue = &fake_get_dispatch_queue;
+  api.commit = &fake_commit;
+  api.synchronize = &fake_synchronize;
+  api.dispatch_sync_f = &fake_dispatch_sync_f;
+  return api;
+}
+
+std::vector<std::string> hook_fake_torch_events(bool clear) {
+  FakeTorch& t = fake_torch();
+  std::lock_guard<std::mutex> lock(t.mu);
+  std::vector<std::string> out = t.events;
+  if (clear) t.events.clear();
+  return out;
+}
+
+void hook_fake_torch_op(const std::string& label) {
+  FakeTorch& t = fake_torch();
+  std::lock_guard<std::mutex> serial(t.queue);
+  std::lock_guard<std::mutex> lock(t.mu);
+  t.events.push_back("op " + label);
+  NS::AutoreleasePool* pool = NS::AutoreleasePool::alloc()->init();
+  MTL::ComputeCommandEncoder* enc = t.current_locked()->computeCommandEncoder();
+  if (enc) enc->endEncoding();
+  pool->release();
 }
 
 void hook_release(uintptr_t object) { from_id(reinterpret_cast<void*>(object))->release(); }

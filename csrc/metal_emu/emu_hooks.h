@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "foreign_stream.h"
+
 namespace tmps::emu {
 
 std::map<std::string, long> hook_stats();          // counters and object accounting
@@ -23,6 +25,15 @@ uintptr_t hook_buffer_memory(uintptr_t buffer);
 uintptr_t hook_new_foreign_buffer(uint64_t bytes);
 // Commits one named misuse of the Metal API through metal-cpp; returns the validation message
 // ("" if the emulation did not catch it). Names: see emu_hooks.cpp.
-std::string hook_misuse(const std::string& name);  // the memory behind it, also for private storage
+std::string hook_misuse(const std::string& name);
+
+// A stand-in for PyTorch's torch/mps.h API on the emulated device: its own command queue, a
+// current command buffer, a "serial queue" (a mutex), and a record of the calls ("queue",
+// "get_command_buffer", "commit", "synchronize", "op <label>").
+TorchMpsApi hook_fake_torch_api();
+std::vector<std::string> hook_fake_torch_events(bool clear);
+// PyTorch's own work: an (empty) compute pass on the current command buffer, as PyTorch encodes
+// one; Metal's one-encoder-at-a-time rule catches an encoder of ours left open.
+void hook_fake_torch_op(const std::string& label);  // the memory behind it, also for private storage
 
 }  // namespace tmps::emu

@@ -26,6 +26,7 @@ from ._core import (  # noqa: E402
 
 _setup.configure_core(_core)
 
+from .profiler import Profile, profile  # noqa: E402
 from .runtime import (  # noqa: E402
     Kernel,
     as_buffer,
@@ -49,6 +50,7 @@ __all__ = [
     "LimitExceeded",
     "OutOfMemory",
     "Pipeline",
+    "Profile",
     "Timing",
     "Unavailable",
     "as_buffer",
@@ -57,5 +59,6 @@ __all__ = [
     "devices",
     "empty",
     "get_device",
+    "profile",
     "synchronize",
 ]

@@ -91,6 +91,70 @@ def test_views_use_their_offset(kernel, sim_only, rng):
     assert torch.isnan(out[:100]).all()
 
 
+def test_tensor_cache_follows_a_tensor_whose_storage_changed(kernel, sim_only, rng):
+    # The launcher remembers what it read from the tensor bound last time (per argument); the
+    # same Python object with new storage (set_, resize_) must be read again.
+    x, y, out = inputs(300, rng)
+    y = y.clone()  # resizable storage (from_numpy's is not)
+    kernel((2,), x, y, out, 300, 1.0, 256)
+    torch.testing.assert_close(out, x + y)
+    x.set_(torch.from_numpy(rng.random(1000, dtype=np.float32)))  # same object, new storage
+    y.resize_(1000)  # grows: new allocation
+    y[300:] = torch.from_numpy(rng.random(700, dtype=np.float32))
+    out.set_(torch.full((1000,), float("nan")))
+    kernel((4,), x, y, out, 1000, 2.0, 256)
+    torch.testing.assert_close(out, x * 2.0 + y)
+    # A launch past the new storage is still caught (memcheck bounds are the new storage's).
+    with pytest.raises(triton_mps.DispatchError, match="out-of-bounds"):
+        kernel((5,), x, y, out, 1100, 2.0, 256)
+
+
+def test_tensor_cache_with_alternating_tensors(kernel, sim_only, rng):
+    pairs = [inputs(257, rng) for _ in range(3)]
+    for _ in range(2):
+        for i, (x, y, out) in enumerate(pairs):
+            out.fill_(float("nan"))
+            kernel((2,), x, y, out, 257, float(i), 256)
+            torch.testing.assert_close(out, x * float(i) + y)
+
+
+def test_launch_from_a_hook_of_the_same_kernel(kernel, sim_only, rng):
+    # Python code run by a launch (a hook; the numpy fallback) may launch the same kernel, from
+    # this or another thread: the inner call must not disturb the outer one's arguments.
+    x, y, out = inputs(300, rng)
+    x2, y2, out2 = inputs(300, rng)
+    a2 = np.full(300, np.nan, np.float32)
+
+    def enter(_):
+        kernel((2,), x2, y2, out2, 300, 4.0, 256)
+        kernel((2,), x2.numpy(), y2, a2, 300, -1.0, 256)
+
+    kernel((2,), x, y.numpy(), out, 300, 2.0, 256, enter=enter)
+    torch.testing.assert_close(out, x * 2.0 + y)
+    torch.testing.assert_close(out2, x2 * 4.0 + y2)
+    np.testing.assert_allclose(a2, (-x2 + y2).numpy(), rtol=1e-6)
+
+
+class CountingTensor(torch.Tensor):
+    """A tensor subclass that overrides data_ptr(): the launcher must call the override."""
+
+    calls = 0
+
+    def data_ptr(self):
+        CountingTensor.calls += 1
+        return super().data_ptr()
+
+
+def test_tensor_subclass_overriding_data_ptr(kernel, sim_only, rng):
+    x, y, out = inputs(300, rng)
+    kernel((2,), x, y, out, 300, 1.0, 256)  # plain tensors first: the fast path is cached for them
+    xs = x.as_subclass(CountingTensor)
+    out.fill_(float("nan"))
+    kernel((2,), xs, y, out, 300, 3.0, 256)
+    torch.testing.assert_close(out, x * 3.0 + y)
+    assert CountingTensor.calls >= 1
+
+
 def test_numpy_and_buffers(kernel, sim_only, rng):
     n = 300
     x = rng.random(n, dtype=np.float32)

@@ -133,3 +133,74 @@ def test_mps_tensor_kept_alive_until_the_kernel_completed(emu_launcher, rng):
     _core.emu_hold_queues(False)
     dev.synchronize()
     np.testing.assert_array_equal(y.read(), values + 1)
+
+
+@pytest.fixture
+def fake_torch_stream(emu_launcher, monkeypatch):
+    """PyTorch's MPS stream on the emulated device: csrc/metal/torch_stream.cpp over a fake
+    torch/mps.h API (csrc/metal_emu/emu_hooks.cpp) that records what is done to it."""
+    monkeypatch.delenv("TRITON_MPS_LAUNCH_SYNC")  # the default: launches on PyTorch's stream do not wait
+    run, dev = emu_launcher
+    _core.emu_attach_fake_torch(dev)
+    _core.emu_fake_torch_events()
+    yield run, dev
+    _core.detach_foreign_stream(dev)
+    _core.emu_fake_torch_events()
+
+
+def test_mps_launch_is_encoded_on_torchs_stream_without_waiting(fake_torch_stream, mps_driver, rng):
+    run, dev = fake_torch_stream
+    # A fresh launcher: the default wait is read when the launcher is made.
+    values = rng.standard_normal(1000).astype(np.float32)
+    x = FakeMpsTensor(values, offset=3)
+    y = FakeMpsTensor(np.full(1000, np.nan, np.float32))
+    _core.emu_fake_torch_op("before")
+    _core.emu_hold_queues(True)  # the GPU has not started: a launch that waited would hang here
+    run(1000, x, y, 1000)
+    _core.emu_fake_torch_op("after")  # PyTorch's next op: our encoder must be closed by now
+    assert _core.emu_fake_torch_events() == [
+        "op before", "get_command_buffer", "queue", "op after"]
+    assert np.isnan(y.read()).all()
+    before = _core.emu_stats()["command_buffers_committed"]
+    _core.emu_hold_queues(False)
+    dev.synchronize()  # triton_mps.synchronize(): torch::mps::synchronize() through the stream
+    assert _core.emu_fake_torch_events() == ["synchronize"]
+    # One command buffer holds PyTorch's two ops and our dispatch.
+    assert _core.emu_stats()["command_buffers_committed"] == before + 1
+    np.testing.assert_array_equal(y.read(), values + 1)
+    assert _core.emu_violations() == []
+
+
+def test_torch_stream_keeps_tensors_alive_and_commits_every_n(fake_torch_stream, rng):
+    run, dev = fake_torch_stream
+    _core.set_foreign_commit_every(dev, 2)
+    try:
+        values = rng.standard_normal(500).astype(np.float32)
+        y = FakeMpsTensor(np.full(500, np.nan, np.float32))
+        _core.emu_hold_queues(True)
+        for _ in range(2):
+            x = FakeMpsTensor(values)
+            run(500, x, y, 500)
+            del x  # the stand-in allocator would overwrite its buffer if we did not hold it
+            gc.collect()
+        assert _core.emu_fake_torch_events() == ["get_command_buffer", "queue"] * 2 + ["queue", "commit"]
+        _core.emu_hold_queues(False)
+        dev.synchronize()
+        np.testing.assert_array_equal(y.read(), values + 1)
+        assert _core.emu_violations() == []
+    finally:
+        _core.set_foreign_commit_every(dev, 64)
+
+
+def test_profiled_launch_on_torchs_stream_has_its_own_command_buffer(fake_torch_stream, rng):
+    run, dev = fake_torch_stream
+    values = rng.standard_normal(300).astype(np.float32)
+    x, y = FakeMpsTensor(values), FakeMpsTensor(np.full(300, np.nan, np.float32))
+    with triton_mps.profile() as prof:
+        run(300, x, y, 300)
+        assert _core.emu_fake_torch_events() == [
+            "queue", "commit", "get_command_buffer", "queue", "queue", "commit"]
+    (rec,) = prof.records
+    assert rec.stream == "foreign" and rec.device_us is not None and rec.device_us >= 0 and not rec.error
+    np.testing.assert_array_equal(y.read(), values + 1)
+    assert _core.emu_violations() == []

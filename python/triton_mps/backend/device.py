@@ -1,0 +1,222 @@
+"""The device side of the `mps` driver: which device is current, its properties, loading
+kernels (`utils`), Triton's device interface (Events, synchronize) and the memory pool.
+
+Devices are the native core's (`triton_mps.devices()`); the current device starts as the default
+one (Metal on a Mac, the simulator elsewhere; TRITON_MPS_DEVICE overrides). Triton's device
+index is the index in that list.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import sys
+import time
+from typing import Any
+
+# Nominal GPU core counts of Apple chips (largest configuration of each; an estimate, since
+# binned parts have fewer). Keys are matched against the device name, longest first.
+GPU_CORES = {
+    "M1 Ultra": 64, "M1 Max": 32, "M1 Pro": 16, "M1": 8,
+    "M2 Ultra": 76, "M2 Max": 38, "M2 Pro": 19, "M2": 10,
+    "M3 Ultra": 80, "M3 Max": 40, "M3 Pro": 18, "M3": 10,
+    "M4 Max": 40, "M4 Pro": 20, "M4": 10,
+    "M5 Max": 40, "M5 Pro": 20, "M5": 10,
+}
+# Memory bus width in bits by tier (LPDDR5/5X), for roofline arithmetic in tutorials.
+BUS_WIDTH = {"Ultra": 1024, "Max": 512, "Pro": 256}
+
+
+def _core():
+    from .. import _core as core
+
+    return core
+
+
+_current = [-1]  # the current device index (resolved on first use)
+
+
+# ---- devices -------------------------------------------------------------------------------
+
+def _devices() -> list:
+    from .. import runtime
+
+    return runtime.devices()
+
+
+def _index(device: Any) -> int:
+    """A device index from what callers pass as a device: an int, None (the current device, as
+    `torch.device("cpu").index` and `torch.device("mps").index` are), or an object with an
+    `index` (a torch.device; its index None is the current device too)."""
+    if hasattr(device, "index") and not isinstance(device, (int, str)):
+        device = device.index
+    if device is None or isinstance(device, str) and not device.strip().isdigit():
+        if _current[0] < 0:
+            _current[0] = _default_index()
+        return _current[0]
+    return int(device)
+
+
+def _device(device: Any):
+    """The native device for `device` (see _index: None is the current device)."""
+    index = _index(device)
+    all_devices = _devices()
+    if not 0 <= index < len(all_devices):
+        raise _core().InvalidArgument(f"mps driver: device index {index} out of range ({len(all_devices)} devices)")
+    return all_devices[index]
+
+
+def _default_index() -> int:
+    from .. import runtime
+
+    default = runtime.default_device()
+    for i, d in enumerate(_devices()):
+        if d is default or d.name == default.name and d.is_simulator == default.is_simulator:
+            return i
+    return len(_devices()) - 1
+
+
+def _torch_mps_synchronize() -> None:
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.backends.mps.is_available():
+        torch.mps.synchronize()
+
+
+@functools.cache  # per device index, for the life of the process (devices do not change)
+def _device_properties(device: int) -> dict:
+    dev = _device(device)
+    info = dev.info
+    if info["is_simulator"]:
+        cores = os.cpu_count() or 1
+        clock_khz = 1_000_000  # nominal; the simulator has no GPU clock
+        bus_width = 64
+    else:
+        name = info["name"]
+        longest_first = sorted(GPU_CORES.items(), key=lambda kv: -len(kv[0]))  # "M3 Max" before "M3"
+        cores = next((n for chip, n in longest_first if chip in name), 8)
+        clock_khz = 1_400_000  # Apple GPU cores run at ~1.3-1.6 GHz
+        bus_width = next((w for tier, w in BUS_WIDTH.items() if tier in name), 128)
+    return {
+        "max_shared_mem": int(info["max_threadgroup_memory"] or 32768),
+        "multiprocessor_count": int(cores),
+        "max_num_regs": 65536,
+        "warpSize": int(info["simd_width"] or 32),
+        "max_threads_per_block": int(info["max_threads_per_threadgroup"]),
+        "sm_clock_rate": clock_khz,
+        "mem_clock_rate": 3_200_000,  # LPDDR5 6400 MT/s
+        "mem_bus_width": bus_width,
+        "name": info["name"],
+        "gpu_family": info["gpu_family"],
+        "is_simulator": bool(info["is_simulator"]),
+    }
+
+
+# ---- utils -------------------------------------------------------------------------------------
+
+class MPSUtils:
+    """`driver.active.utils`: loading kernels and device properties."""
+
+    def load_binary(self, name: str, kernel: bytes | str, shared: int, device: Any):
+        """Build the pipeline of MSL `kernel` (entry `name`) -> (module, function, regs, spills, max threads)."""
+        dev = _device(device)
+        # Triton's CompiledKernel checks this before calling us; direct callers get it here.
+        limit = self.get_device_properties(device)["max_shared_mem"]
+        if shared > limit:
+            from triton.runtime.errors import OutOfResources
+
+            raise OutOfResources(shared, limit, f"shared memory (threadgroup memory of kernel '{name}')")
+        source = kernel.decode("utf-8") if isinstance(kernel, (bytes, bytearray)) else kernel
+        from .compiler import msl_version_for, threads_from_msl
+
+        pipeline = dev.compile(source, name, math_mode="safe", strict=True, label=name,
+                               max_threads=threads_from_msl(source),
+                               language_version=msl_version_for(source, dev.info.get("msl_version", "3.1")))
+        function = _core().TritonFunction(dev, pipeline)
+        # Registers and spills are not reported by Metal; 0 keeps tutorials' arithmetic harmless.
+        return function, function, 0, 0, pipeline.max_total_threads_per_threadgroup
+
+    def unload_module(self, module) -> None:
+        pass  # pipelines stay in the device's pipeline cache; nothing to free per kernel
+
+    def get_device_properties(self, device: Any = None) -> dict:
+        return dict(_device_properties(_index(device)))  # a copy: callers may edit theirs
+
+
+# ---- device interface (Events, synchronize) ---------------------------------------------------
+
+class _Event:
+    """Host wall-clock after a full synchronize, on both backends.
+
+    Honest limits: Metal has no cheap timestamp between two dispatches of a queue, so an Event
+    measures what happened between two synchronizations as seen from the host. For kernel times
+    from GPU timestamps use the driver's benchmarker (`get_benchmarker()`).
+    """
+
+    def __init__(self, enable_timing: bool = True, **_: Any):
+        self.time_ns: int | None = None
+
+    def record(self, stream: Any = None) -> None:
+        MPSDeviceInterface.synchronize()
+        self.time_ns = time.perf_counter_ns()
+
+    def synchronize(self) -> None:
+        pass  # record() already waited
+
+    def query(self) -> bool:
+        return True
+
+    def elapsed_time(self, end: _Event) -> float:
+        if self.time_ns is None or end.time_ns is None:
+            raise RuntimeError("elapsed_time needs both events recorded")
+        return (end.time_ns - self.time_ns) / 1e6  # milliseconds, like torch
+
+
+class MPSDeviceInterface:
+    Event = _Event
+
+    @staticmethod
+    def synchronize(device: Any = None) -> None:
+        dev = _device(device)
+        dev.synchronize()
+        if not dev.is_simulator:
+            _torch_mps_synchronize()  # torch's own queue, for work on `mps` tensors
+
+    @staticmethod
+    def current_device() -> int:
+        return _current[0]
+
+    @staticmethod
+    def set_device(device: int) -> None:
+        _current[0] = int(device)
+
+    @staticmethod
+    def device_count() -> int:
+        return len(_devices())
+
+    @staticmethod
+    def is_available() -> bool:
+        return True
+
+
+# ---- memory pool ---------------------------------------------------------------------------------
+
+class MemoryPool:
+    """The current device's buffer pool: statistics, configuration, emptying the cache."""
+
+    def __init__(self, device):
+        self.device = device
+
+    def stats(self) -> dict:
+        return self.device.pool_stats()
+
+    def config(self) -> dict:
+        return self.device.pool_config()
+
+    def set_config(self, max_cached_bytes: int, max_buffer_age_ms: int) -> None:
+        self.device.set_pool_config(max_cached_bytes, max_buffer_age_ms)
+
+    def empty_cache(self) -> None:
+        self.device.empty_cache()
+
+    def reset_peak(self) -> None:
+        self.device.reset_peak()

@@ -1,0 +1,209 @@
+"""The `mps` launcher: Triton's `launcher_cls(src, metadata)`.
+
+The launch itself is native (csrc/triton_launch.cpp); this module builds its argument specs from
+the compiled kernel's metadata, wraps kernels with device asserts/prints or 64-bit atomics
+(extra hidden buffers), and binds pointer arguments the native launcher has no fast path for.
+
+Launch semantics (csrc/triton_launch.cpp, csrc/foreign_stream.h, README "Ordering of launches"):
+a launch on our own queue (numpy, CPU tensors, triton_mps buffers) is complete when it returns,
+since Triton code reads host memory right after `kernel[grid](...)`; a launch that binds torch
+`mps` tensors is encoded into PyTorch's MPS stream and not waited for: PyTorch orders it with
+its own work. TRITON_MPS_LAUNCH_SYNC=1 waits after every launch, =0 after none.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import sys
+from typing import Any
+
+from .device import _core, _torch_mps_synchronize
+
+# ---- kernel arguments that are not buffers or tensors ---------------------------------------
+
+def _pointer_fallback(obj: Any, name: str, kernel: str, device) -> Any:
+    """Buffer for a pointer argument the C++ launcher has no fast path for (numpy, data_ptr())."""
+    from .. import runtime
+
+    where = f"kernel '{kernel}': argument '{name}'"
+    try:
+        import numpy as np
+
+        if isinstance(obj, np.ndarray):
+            return runtime.as_buffer(obj, device)
+    except ImportError:
+        pass
+    # A wrapper around a tensor (triton.reinterpret's TensorWrapper, which upstream's tests use
+    # for every unsigned tensor, and the like): bind what it wraps, at the same address.
+    base = obj
+    while not _is_torch_tensor(base) and hasattr(base, "data_ptr") and hasattr(getattr(base, "base", None), "data_ptr"):
+        if int(base.base.data_ptr()) != int(base.data_ptr()):
+            break
+        base = base.base
+    if base is not obj and _is_torch_tensor(base):
+        return runtime.as_buffer(base, device)
+    if hasattr(obj, "data_ptr"):
+        if not device.is_simulator:
+            raise _core().InvalidArgument(
+                f"{where}: a {type(obj).__name__} with data_ptr() cannot be bound on Metal (its memory is "
+                "unknown to Metal); pass an 'mps' tensor, a numpy array or a triton_mps buffer"
+            )
+        nbytes = _nbytes_of(obj)
+        if nbytes is None:
+            raise _core().InvalidArgument(f"{where}: a {type(obj).__name__} has data_ptr() but no size (nbytes, "
+                                          "or shape/stride and a dtype or element_size()); its size is needed to "
+                                          "bind it")
+        return device.wrap_host(int(obj.data_ptr()), max(nbytes, 1), obj)
+    raise _core().InvalidArgument(
+        f"{where} is a pointer; got {type(obj).__name__} (pass a tensor, numpy array or triton_mps buffer)"
+    )
+
+
+def _is_torch_tensor(obj: Any) -> bool:
+    torch = sys.modules.get("torch")
+    return torch is not None and isinstance(obj, torch.Tensor)
+
+
+def _nbytes_of(obj: Any) -> int | None:
+    """Bytes a data_ptr() object spans: its `nbytes`, else the extent of its shape and strides
+    (in elements, as torch and Triton count them) times its element size (`element_size()`,
+    or the size of its `dtype`, a torch, numpy or Triton dtype)."""
+    nbytes = getattr(obj, "nbytes", None)
+    nbytes = nbytes() if callable(nbytes) else nbytes
+    if isinstance(nbytes, int):
+        return nbytes
+    item = None
+    if callable(getattr(obj, "element_size", None)):
+        item = int(obj.element_size())
+    else:
+        dt = getattr(obj, "dtype", None)
+        size = getattr(dt, "itemsize", None)  # torch / numpy dtypes
+        bits = getattr(dt, "primitive_bitwidth", None)  # Triton dtypes
+        item = int(size) if isinstance(size, int) else (int(bits) + 7) // 8 if isinstance(bits, int) else None
+    shape = getattr(obj, "shape", None)
+    if item is None or shape is None:
+        return None
+    shape = [int(d) for d in shape]
+    stride = obj.stride() if callable(getattr(obj, "stride", None)) else None
+    if stride is None:  # contiguous
+        return math.prod(shape) * item
+    if any(d == 0 for d in shape):
+        return 0
+    return (sum((d - 1) * abs(int(st)) for d, st in zip(shape, stride, strict=True)) + 1) * item
+
+
+# ---- launcher --------------------------------------------------------------------------------
+
+def _arg_specs(src, metadata) -> list[tuple[str, str, str]]:
+    """One (kind, name, msl_type) per bound argument, in Triton's order (constexprs: 'skip')."""
+    tmps = metadata.tmps_args
+    by_position = {a["signature_index"]: a for a in tmps["args"]}
+    signature = src.signature
+    names = list(signature.keys())
+    if hasattr(src, "fn"):
+        names = list(src.fn.arg_names)
+    specs = []
+    for i, (key, ty) in enumerate(signature.items()):
+        if isinstance(ty, tuple):
+            raise NotImplementedError(
+                f"kernel '{metadata.name}': tuple argument '{key}' is not supported by the mps launcher")
+        info = by_position.get(i)
+        name = names[i] if i < len(names) else str(key)
+        if info is None:
+            specs.append(("skip", str(name), ""))
+        else:
+            specs.append((info["kind"], info["name"], info["msl_type"]))
+    missing = set(by_position) - set(range(len(signature)))
+    if missing:
+        raise RuntimeError(f"kernel '{metadata.name}': compiled arguments at signature positions {sorted(missing)} "
+                           f"are not in its signature of {len(signature)}")
+    return specs
+
+
+def launch_wait() -> int:
+    """TRITON_MPS_LAUNCH_SYNC: unset -> -1 (launches on our own queue wait, launches on PyTorch's
+    MPS stream do not); 1 -> every launch waits (debugging); 0 -> no launch waits (call
+    triton_mps.synchronize() before reading results)."""
+    value = os.environ.get("TRITON_MPS_LAUNCH_SYNC", "").strip().lower()
+    if not value:
+        return -1
+    if value in ("0", "false", "no", "off"):
+        return 0
+    if value in ("1", "true", "yes", "on"):
+        return 1
+    raise ValueError(f"TRITON_MPS_LAUNCH_SYNC must be 0 or 1, got {value!r}")
+
+
+def make_launcher(src, metadata):
+    """Triton's `launcher_cls(src, metadata)`: a native launcher (csrc/triton_launch.cpp).
+
+    Kernels with device asserts/prints take one more buffer, bound last (compiler/abi.py):
+    they get a DebugLauncher around the native one."""
+    debug = metadata.tmps_args.get("debug")
+    locks = metadata.tmps_args.get("locks")
+    specs = _arg_specs(src, metadata)
+    if debug:
+        specs.append(("pointer", "tmps_debug_records", "uint"))
+    if locks:  # bound after the debug buffer (compiler/abi.py)
+        specs.append(("pointer", "tmps_lock_table", "uint"))
+    native = _core().TritonLauncher(
+        kernel=metadata.name,
+        specs=specs,
+        threads=metadata.num_warps * metadata.warp_size,
+        pack_scalars_at=metadata.tmps_args.get("pack_scalars_at", -1),
+        fallback=_pointer_fallback,
+        before_mps=_torch_mps_synchronize,  # `mps` tensors without PyTorch's stream API (old torch)
+        wait=1 if debug else launch_wait(),  # device prints/asserts are read right after the launch
+    )
+    launcher = LockLauncher(native, int(locks["words"])) if locks else native
+    return DebugLauncher(launcher, metadata.name, debug) if debug else launcher
+
+
+_LOCK_TABLES: dict[int, tuple] = {}  # id(device) -> (device, buffer, words): one zeroed table per device
+
+
+class LockLauncher:
+    """Appends the device's lock table (64-bit atomics, compiler/ops/memory.py) to each launch.
+    One table per device for the life of the process: kernels release every lock they take,
+    so it is zero again whenever no kernel runs."""
+
+    def __init__(self, native, words: int):
+        self.native = native
+        self.words = words
+
+    def __getattr__(self, name):
+        return getattr(self.native, name)
+
+    def __call__(self, gx, gy, gz, stream, function, *rest):
+        dev = function.device
+        entry = _LOCK_TABLES.get(id(dev))
+        if entry is None or entry[2] < self.words:
+            buf = dev.buffer(self.words * 4)
+            buf.bytes_view()[: self.words * 4].view("uint32")[:] = 0
+            entry = _LOCK_TABLES[id(dev)] = (dev, buf, self.words)
+        self.native(gx, gy, gz, stream, function, *rest, entry[1])
+
+
+class DebugLauncher:
+    """Binds a fresh record buffer to each launch, then prints the kernel's device prints and
+    raises DeviceAssertionError for failed device asserts (compiler/ops/debug.py)."""
+
+    def __init__(self, native, kernel: str, debug: dict):
+        self.native = native
+        self.kernel = kernel
+        self.debug = debug
+
+    def __getattr__(self, name):  # threads, kernel, ... of the native launcher
+        return getattr(self.native, name)
+
+    def __call__(self, gx, gy, gz, stream, function, *rest):
+        from ..compiler.ops import debug as debug_ops
+
+        words = debug_ops.HEADER_WORDS + int(self.debug["capacity"]) * debug_ops.RECORD_WORDS
+        buf = function.device.buffer(words * 4)
+        view = buf.bytes_view()[: words * 4].view("uint32")
+        view[0] = 0  # the record count; records past it are never read
+        self.native(gx, gy, gz, stream, function, *rest, buf)
+        if gx and gy and gz:
+            debug_ops.report(view, self.debug, self.kernel)
