@@ -461,7 +461,14 @@ std::shared_ptr<Pipeline> SimDevice::build_pipeline(const std::string& source, c
       if (fs::exists(so, ignored)) ++rejected_;  // truncated, corrupted or unloadable: rebuild it
       // Only on a real build: options.key() (part of the key) holds strict_check, so a cached
       // library already passed the check when it was made.
-      if (options.strict_check) strict_check(tr.cpp, options);
+      if (options.strict_check) {
+        try {
+          check_metal_rules(source, filename);
+        } catch (const CompileError& e) {
+          throw CompileError(std::string("Metal would reject this kernel:\n") + e.what());
+        }
+        strict_check(tr.cpp, options);
+      }
       compile_shared_object(tr.cpp, so, options);
       ++compiled_;
       write_meta(so);
