@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <sstream>
 #include <string_view>
@@ -942,6 +943,107 @@ std::string generate_tail(const std::string& file, const std::vector<KernelDecl>
 }
 
 }  // namespace
+
+// ------------------------------------------------------------------------------------------
+// Metal rules a C++ compiler does not enforce
+
+namespace {
+
+// A function body opens with `{` after the `)` of its parameter list (possibly followed by
+// `const`, `noexcept`, `override`, attributes or a trailing return type up to the brace).
+// Returns the function's name (the identifier before the matching `(`), or "" if `toks[brace]`
+// does not open a function body.
+std::string function_opened_by(const std::vector<Token>& toks, size_t brace) {
+  size_t i = brace;
+  while (i > 0) {
+    const Token& t = toks[i - 1];
+    if (is(t, ")")) break;
+    if (is(t, "const") || is(t, "noexcept") || is(t, "override") || is(t, "]")) {
+      --i;
+      continue;
+    }
+    return "";
+  }
+  if (i == 0) return "";
+  // Back to the matching `(`.
+  int depth = 0;
+  size_t j = i - 1;
+  for (;; --j) {
+    if (is(toks[j], ")")) ++depth;
+    else if (is(toks[j], "(") && --depth == 0) break;
+    if (j == 0) return "";
+  }
+  if (j == 0 || toks[j - 1].kind != Tok::Ident) return "";
+  const std::string_view name = toks[j - 1].text;
+  if (name == "if" || name == "for" || name == "while" || name == "switch" || name == "catch") return "";
+  return std::string(name);
+}
+
+}  // namespace
+
+void check_metal_rules(const std::string& msl, const std::string& filename) {
+  const std::vector<Token> toks = Lexer(msl, filename, 0, msl.size(), 1).run(true);
+  // Function definitions and, per function, the identifiers it calls.
+  struct Fn {
+    uint32_t line = 0;
+    std::vector<std::pair<std::string, uint32_t>> calls;  // callee, line
+  };
+  std::map<std::string, Fn> fns;
+  std::string current;  // the function whose body we are in ("" outside)
+  int depth = 0, body_depth = -1;
+  for (size_t i = 0; i < toks.size(); ++i) {
+    const Token& t = toks[i];
+    if (is(t, "{")) {
+      if (body_depth < 0) {
+        std::string name = function_opened_by(toks, i);
+        if (!name.empty()) {
+          current = name;
+          body_depth = depth;
+          fns[current].line = t.line;
+        }
+      }
+      ++depth;
+    } else if (is(t, "}")) {
+      --depth;
+      if (depth == body_depth) {
+        body_depth = -1;
+        current.clear();
+      }
+    } else if (body_depth >= 0 && t.kind == Tok::Ident) {
+      if (t.text == "static")
+        fail(filename, t.line, "static local variables are not supported in Metal (in function '" + current + "')");
+      if (i + 1 < toks.size() && is(toks[i + 1], "(") && !(i > 0 && (is(toks[i - 1], ".") || is(toks[i - 1], "->"))))
+        fns[current].calls.emplace_back(std::string(t.text), t.line);
+    }
+  }
+  // Recursion: a cycle among the functions defined here (calls by name; Metal has no recursion,
+  // direct or mutual).
+  std::map<std::string, int> state;  // 0 unvisited, 1 on the path, 2 done
+  std::vector<std::string> path;
+  std::function<void(const std::string&)> visit = [&](const std::string& f) {
+    state[f] = 1;
+    path.push_back(f);
+    for (const auto& [callee, line] : fns[f].calls) {
+      if (!fns.count(callee)) continue;
+      if (state[callee] == 1) {
+        std::string cycle;
+        bool on = false;
+        for (const auto& p : path) {
+          on = on || p == callee;
+          if (on) cycle += "'" + p + "' -> ";
+        }
+        fail(filename, line, "recursive function calls are not supported in Metal: " + cycle + "'" + callee + "'");
+      }
+      if (state[callee] == 0) visit(callee);
+    }
+    path.pop_back();
+    state[f] = 2;
+  };
+  std::vector<std::string> names;
+  for (const auto& kv : fns) names.push_back(kv.first);
+  for (const auto& f : names)
+    if (state[f] == 0) visit(f);
+}
 
 std::vector<KernelDecl> parse_kernels(const std::string& msl, const std::string& filename) {
   Scanner s(msl, filename);

@@ -41,4 +41,9 @@ struct TranslatedSource {
 // Throws CompileError like parse_kernels.
 TranslatedSource translate_for_simulator(const std::string& msl, const std::string& filename = "kernel.metal");
 
+// Rules of Metal a C++ compiler would let through: no static local variables, no recursion
+// (direct or mutual, among the functions the source defines; calls are matched by name).
+// Throws CompileError ("<file>:<line>: ...") on the first violation.
+void check_metal_rules(const std::string& msl, const std::string& filename = "kernel.metal");
+
 }  // namespace tmps

@@ -177,7 +177,7 @@ kernel void rows(device Row* out [[buffer(0)]], const device Row* in [[buffer(1)
 
 def test_triton_kernel_with_a_mask_bug_is_stopped(tmp_path):
     """A Triton kernel whose mask lets one element past the end through: DispatchError through
-    kernel[grid](...) (child process: Triton needs its kernel source in a file). The bounds are
+    kernel[grid](...), naming the MSL line and the Triton line, (child process: Triton needs its kernel source in a file). The bounds are
     the tensor's storage (its allocation, as compute-sanitizer checks), so the output here owns
     its storage; a view into a larger tensor may be addressed anywhere in that storage."""
     import subprocess
@@ -211,4 +211,5 @@ print("USABLE", bool(torch.equal(out[:999], x[:999])))
     assert r.returncode == 0, r.stdout + r.stderr
     assert "ERROR kernel 'copy': out-of-bounds store of 4 bytes past the end of buffer(1)" in r.stdout, r.stdout
     assert "byte offset 4000 (element 1000)" in r.stdout, r.stdout
+    assert "(mask_bug.py:11)" in r.stdout, r.stdout  # the Triton line of the tl.store
     assert "USABLE True" in r.stdout, r.stdout

@@ -28,6 +28,14 @@ CASES = {
                    r"dynamic memory allocation \('new'\) is not supported in Metal"),
     "exceptions": (f"{SIG} {{ if (i > 100) throw 1; out[i] = 1; }}", r"exceptions"),
     "system header": ("#include <stdio.h>\n" + f"{SIG} {{ out[i] = 1; }}", r"stdio.h"),
+    "static local": (f"{SIG} {{ static float acc = 0; acc += out[i]; out[i] = acc; }}",
+                     r"\.metal:3: error: static local variables are not supported in Metal \(in function 'k'\)"),
+    "recursion": ("float fact(float x) { return x <= 1 ? 1 : x * fact(x - 1); }\n"
+                  + f"{SIG} {{ out[i] = fact(out[i]); }}",
+                  r"recursive function calls are not supported in Metal: 'fact' -> 'fact'"),
+    "mutual recursion": ("float odd(uint n);\nfloat even(uint n) { return n == 0 ? 1 : odd(n - 1); }\n"
+                         "float odd(uint n) { return n == 0 ? 0 : even(n - 1); }\n" + f"{SIG} {{ out[i] = even(i); }}",
+                         r"recursive function calls are not supported in Metal: 'even' -> 'odd' -> 'even'"),
     "write to constant": ("kernel void k(constant float* c [[buffer(0)]], uint i [[thread_position_in_grid]]) "
                           "{ ((constant float*)c)[i] = 1; }", r"error"),
 }
@@ -42,6 +50,24 @@ def test_strict_check_rejects(sim, tmp_path, name):
         triton_mps.compile_msl(source, "k", sim, label=f"bad_{name.replace(' ', '_').replace('/', '_')}")
     assert "Metal" in str(info.value) or "error" in str(info.value)
     assert not marker.exists(), "the kernel's host call ran"
+
+
+def test_rules_do_not_flag_look_alikes(sim, rng):
+    """static_cast, static program-scope helpers, calls through members and a helper named like
+    a local are not static locals or recursion."""
+    import numpy as np
+
+    src = HEAD + (
+        "struct S { float v; float twice() const { return v * 2; } };\n"
+        "static inline float twice(float x) { S s{x}; return s.twice(); }\n"
+        "constant float kScale = 0.5f;\n"
+        f"{SIG} {{ out[i] = twice(static_cast<float>(out[i])) * kScale; }}")
+    k = triton_mps.compile_msl(src, "k", sim)
+    x = rng.standard_normal(64).astype(np.float32)
+    out = x.copy()
+    k(out, grid=2, threads=32)
+    sim.synchronize()
+    np.testing.assert_array_equal(out, x)
 
 
 def test_allowed_host_imports_still_build(sim, rng):

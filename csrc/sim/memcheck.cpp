@@ -6,7 +6,10 @@
 #include <link.h>
 #endif
 
+#include <algorithm>
 #include <cstdio>
+#include <cstdlib>
+#include <iterator>
 #include <sstream>
 
 #include "scheduler.h"
@@ -152,6 +155,35 @@ std::string source_line_of(const void* pc) {
   }
   return "";
 #endif
+}
+
+SourceOrigins::SourceOrigins(const std::string& msl) {
+  std::istringstream in(msl);
+  uint32_t n = 0;
+  for (std::string l; std::getline(in, l);) {
+    ++n;
+    const size_t first = l.find_first_not_of(" \t");
+    if (first == std::string::npos) continue;
+    if (l.compare(first, 5, "// @ ") == 0) {
+      marks_.emplace_back(n, l.substr(first + 5));
+    } else if (first == 0 && l[0] != '#' && l[0] != '/' && l[0] != '}') {
+      marks_.emplace_back(n, "");  // program scope: a new function starts, earlier marks end
+    }
+  }
+}
+
+std::string SourceOrigins::at(uint32_t line) const {
+  auto it = std::upper_bound(marks_.begin(), marks_.end(), line,
+                             [](uint32_t l, const std::pair<uint32_t, std::string>& m) { return l < m.first; });
+  if (it == marks_.begin()) return "";
+  return std::prev(it)->second;
+}
+
+std::string SourceOrigins::annotate(const std::string& line_text, const SourceOrigins* o) {
+  if (!o || line_text.compare(0, 5, "line ") != 0) return line_text;
+  const unsigned long n = std::strtoul(line_text.c_str() + 5, nullptr, 10);
+  const std::string origin = n ? o->at(static_cast<uint32_t>(n)) : std::string();
+  return origin.empty() ? line_text : line_text + " (" + origin + ")";
 }
 
 }  // namespace tmps::sim

@@ -66,4 +66,18 @@ class AccessMap {
 // its line tables (addr2line); "" if unknown. Only on the error path: spawns a process.
 std::string source_line_of(const void* pc);
 
+// The Triton source lines behind an MSL text: our compiler writes `// @ kernel.py:12` before
+// the code of each Triton line, so a diagnostic can name the user's line as well.
+class SourceOrigins {
+ public:
+  explicit SourceOrigins(const std::string& msl);
+  // "kernel.py:12" for the code at MSL line `line`; "" if none is recorded (hand-written MSL).
+  std::string at(uint32_t line) const;
+  // "line 46" -> "line 46 (kernel.py:12)"; unchanged without an origin. Null `o`: unchanged.
+  static std::string annotate(const std::string& line_text, const SourceOrigins* o);
+
+ private:
+  std::vector<std::pair<uint32_t, std::string>> marks_;  // ascending lines; "": a function boundary
+};
+
 }  // namespace tmps::sim

@@ -300,7 +300,8 @@ void* rt_threadgroup_static(tmps_u32 id, tmps_u64 size, tmps_u64 align, tmps_u32
 void rt_fail(tmps_u32 line, const char* message) {
   Worker* w = require_worker("fail");
   set_abort(w, ErrorKind::Dispatch,
-            "kernel '" + kname(w->d->kernel) + "' failed at line " + std::to_string(line) + ": " +
+            "kernel '" + kname(w->d->kernel) + "' failed at " +
+                SourceOrigins::annotate("line " + std::to_string(line), w->d->spec->origins) + ": " +
                 (message ? message : "") + " (" + thread_desc(*w) + ")");
   abort_kernel(w);
 }
@@ -336,7 +337,7 @@ Region locate(Worker* w, uintptr_t a, uint64_t size) {
 }
 
 [[noreturn]] void report_out_of_bounds(Worker* w, uintptr_t a, uint64_t size, bool write, const void* pc) {
-  std::string line = source_line_of(pc);
+  std::string line = SourceOrigins::annotate(source_line_of(pc), w->d->spec->origins);
   set_abort(w, ErrorKind::Dispatch,
             "kernel '" + kname(w->d->kernel) + "': " + w->d->access.describe(a, size, write) + " by " + thread_desc(*w) +
                 (line.empty() ? std::string() : " at " + line) +
@@ -374,8 +375,8 @@ std::string simd_who(uint16_t unit) {
   return unit == kMany ? std::string("other SIMD-groups") : "SIMD-group " + std::to_string(unit - 1);
 }
 
-std::string line_or_unknown(const void* pc) {
-  std::string l = source_line_of(pc);
+std::string line_or_unknown(const Worker& w, const void* pc) {
+  std::string l = SourceOrigins::annotate(source_line_of(pc), w.d->spec->origins);
   return l.empty() ? std::string("an unknown line") : l;
 }
 
@@ -407,16 +408,16 @@ void check_threadgroup(Worker* w, uint64_t off, uint64_t size, bool write, const
     if (!write && !s.written)
       report_check(w, "read of uninitialized threadgroup memory: " + who + " reads " + std::to_string(size) +
                           " byte" + (size == 1 ? "" : "s") + " of " + threadgroup_place(*w, i) + " at " +
-                          line_or_unknown(pc) + ", which no thread of the threadgroup has written (Metal leaves it undefined)");
+                          line_or_unknown(*w, pc) + ", which no thread of the threadgroup has written (Metal leaves it undefined)");
     if (s.writer && s.writer != me)
       report_check(w, "threadgroup memory race: " + who + (write ? " writes " : " reads ") + threadgroup_place(*w, i) +
-                          " at " + line_or_unknown(pc) + ", which " + simd_who(s.writer) + " wrote at " +
-                          line_or_unknown(s.writer_pc) +
+                          " at " + line_or_unknown(*w, pc) + ", which " + simd_who(s.writer) + " wrote at " +
+                          line_or_unknown(*w, s.writer_pc) +
                           " with no threadgroup_barrier between them");
     if (write && s.reader && s.reader != me)
       report_check(w, "threadgroup memory race: " + who + " writes " + threadgroup_place(*w, i) + " at " +
-                          line_or_unknown(pc) + ", which " + simd_who(s.reader) + " read at " +
-                          line_or_unknown(s.reader_pc) + " with no threadgroup_barrier between them");
+                          line_or_unknown(*w, pc) + ", which " + simd_who(s.reader) + " read at " +
+                          line_or_unknown(*w, s.reader_pc) + " with no threadgroup_barrier between them");
     if (write) {
       s.writer = me;
       s.writer_pc = pc;
@@ -432,7 +433,7 @@ void check_threadgroup(Worker* w, uint64_t off, uint64_t size, bool write, const
 void check_threadgroup_atomic(Worker* w, uint64_t off, uint64_t size, const void* pc) {
   for (uint64_t i = off; i < off + size; ++i)
     if (!shadow_of(w, i).written)
-      report_check(w, "atomic on uninitialized threadgroup memory: " + thread_desc(*w) + " at " + line_or_unknown(pc) +
+      report_check(w, "atomic on uninitialized threadgroup memory: " + thread_desc(*w) + " at " + line_or_unknown(*w, pc) +
                           " updates " + threadgroup_place(*w, i) +
                           ", which no thread of the threadgroup has written (Metal leaves it undefined)");
 }

@@ -21,6 +21,8 @@
 
 namespace tmps::sim {
 
+class SourceOrigins;  // memcheck.h
+
 // The runtime services table every kernel library's `tmps_sim_rt` must point to.
 const tmps_sim_runtime* runtime();
 
@@ -38,6 +40,8 @@ struct LaunchSpec {
   // Memcheck builds: the library's `tmps_sim_mc`, pointed at this dispatch's table while it
   // runs. The caller runs one dispatch per library at a time. nullptr: no memcheck.
   const tmps_sim_memcheck** memcheck_slot = nullptr;
+  // The kernel's Triton source lines, for diagnostics ("at line 46 (kernel.py:12)"); may be null.
+  const SourceOrigins* origins = nullptr;
 };
 
 struct Worker;

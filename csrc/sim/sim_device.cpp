@@ -19,6 +19,7 @@
 #include "../msl_frontend.h"
 #include "../pipeline_cache.h"
 #include "../sha256.h"
+#include "memcheck.h"
 #include "sim_compiler.h"
 
 namespace fs = std::filesystem;
@@ -224,7 +225,8 @@ ParamInfo to_param_info(const tmps_sim_param& p) {
 
 class SimPipeline : public Pipeline {
  public:
-  SimPipeline(std::shared_ptr<KernelLibrary> lib, const tmps_sim_kernel* k) : lib_(std::move(lib)), kernel_(k) {
+  SimPipeline(std::shared_ptr<KernelLibrary> lib, const tmps_sim_kernel* k, const std::string& source)
+      : lib_(std::move(lib)), kernel_(k), origins_(source) {
     name_ = k->name;
     for (uint32_t i = 0; i < k->num_params; ++i) params_.push_back(to_param_info(k->params[i]));
   }
@@ -239,10 +241,12 @@ class SimPipeline : public Pipeline {
   uint32_t source_line() const override { return kernel_->line; }
   const tmps_sim_kernel* kernel() const { return kernel_; }
   KernelLibrary& library() const { return *lib_; }
+  const SourceOrigins& origins() const { return origins_; }
 
  private:
   std::shared_ptr<KernelLibrary> lib_;  // keeps the code of kernel_ mapped
   const tmps_sim_kernel* kernel_;
+  SourceOrigins origins_;  // Triton source lines of the MSL, for diagnostics
   std::string name_;
   std::vector<ParamInfo> params_;
 };
@@ -258,6 +262,7 @@ LaunchSpec resolve(const Dispatch& d, const SimPipeline& p) {
   LaunchSpec spec;
   spec.kernel = p.kernel();
   spec.memcheck_slot = p.library().memcheck;
+  spec.origins = &p.origins();
   spec.threadgroups = d.threadgroups;
   spec.threads_per_group = d.threads_per_group;
   const std::string kernel = "kernel '" + p.name() + "'";
@@ -456,7 +461,14 @@ std::shared_ptr<Pipeline> SimDevice::build_pipeline(const std::string& source, c
       if (fs::exists(so, ignored)) ++rejected_;  // truncated, corrupted or unloadable: rebuild it
       // Only on a real build: options.key() (part of the key) holds strict_check, so a cached
       // library already passed the check when it was made.
-      if (options.strict_check) strict_check(tr.cpp, options);
+      if (options.strict_check) {
+        try {
+          check_metal_rules(source, filename);
+        } catch (const CompileError& e) {
+          throw CompileError(std::string("Metal would reject this kernel:\n") + e.what());
+        }
+        strict_check(tr.cpp, options);
+      }
       compile_shared_object(tr.cpp, so, options);
       ++compiled_;
       write_meta(so);
@@ -466,7 +478,7 @@ std::shared_ptr<Pipeline> SimDevice::build_pipeline(const std::string& source, c
   }
   const tmps_sim_kernel* k = lib->find(entry);
   if (!k) throw CompileError("kernel '" + entry + "' not found in " + so + "; kernels found: " + lib->names());
-  return std::make_shared<SimPipeline>(std::move(lib), k);
+  return std::make_shared<SimPipeline>(std::move(lib), k, source);
 }
 
 std::unique_ptr<Batch> SimDevice::new_batch() { return std::make_unique<SimBatch>(scheduler_); }

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from contextlib import contextmanager
 
 from .names import local_name, local_prefix
@@ -15,9 +16,24 @@ class Emitter:
         self.level = indent
         self._counts: dict[str, int] = {}
         self.helpers: dict[str, str] = {}  # key -> text, in first-use order (shared per file)
+        self._origin: str | None = None  # Triton source line of the code being emitted
+        self._origin_written: str | None = None
 
     def line(self, text: str) -> None:
+        if self._origin != self._origin_written:
+            # Before the first line of code from a new Triton source line: the simulator's
+            # diagnostics read it back ("at line 46 (kernel.py:12)").
+            self._origin_written = self._origin
+            if self._origin:
+                self.lines.append("  " * self.level + "// @ " + self._origin)
         self.lines.append("  " * self.level + text)
+
+    def origin(self, file: str, line: int) -> None:
+        """Code emitted from now on comes from Triton source `file`:`line` (written as a
+        `// @ name.py:12` comment before the next line of code; the base name keeps the MSL,
+        and so the kernel caches, the same in every checkout)."""
+        if line:
+            self._origin = f"{os.path.basename(file) or '<unknown>'}:{line}"
 
     def comment(self, text: str) -> None:
         self.line("// " + text.replace("\n", " "))

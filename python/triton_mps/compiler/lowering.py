@@ -290,6 +290,7 @@ class LoweringContext:
             self.error(op, f"operation {op.name} is not supported by the Metal backend")
         prev = self.current_op
         self.current_op = op
+        self.e.origin(op.file, op.line)
         try:
             fn(self, op)
         except CompilationError:
