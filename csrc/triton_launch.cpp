@@ -215,7 +215,15 @@ class TritonLauncher {
 
   // A pointer Triton will not dereference (None, or an empty tensor): a small pooled buffer,
   // since Metal binds a real buffer at every [[buffer(n)]].
-  static Arg placeholder(DeviceContext& ctx) { return buffer(ctx.pool->allocate(16), 0); }
+  // For an empty tensor (or None): nothing may be addressed through it. On the simulator a
+  // 0-byte buffer, so that the memcheck reports any access; Metal binds a small real buffer.
+  static Arg placeholder(DeviceContext& ctx) {
+    if (ctx.device->info().is_simulator) {
+      alignas(16) static unsigned char nothing[16];
+      return buffer(std::shared_ptr<RawBuffer>(ctx.device->wrap_host_memory(nothing, 0)), 0);
+    }
+    return buffer(ctx.pool->allocate(16), 0);
+  }
 
   Arg pointer_arg(nb::handle obj, const ArgSpec& s, const std::shared_ptr<DeviceContext>& ctx, bool& uses_mps) const {
     if (nb::isinstance<BufferRef>(obj)) {

@@ -203,7 +203,9 @@ def make_launcher(src, metadata):
 
     Kernels with device asserts/prints take one more buffer, bound last (compiler/abi.py):
     they get a DebugLauncher around the native one."""
-    sync = os.environ.get("TRITON_MPS_LAUNCH_SYNC", "1").strip() not in ("0", "false", "no")
+    from .._env import flag
+
+    sync = flag("TRITON_MPS_LAUNCH_SYNC", True)
     debug = metadata.tmps_args.get("debug")
     locks = metadata.tmps_args.get("locks")
     specs = _arg_specs(src, metadata)
