@@ -232,3 +232,18 @@ def test_threadgroup_memory_over_limit(mps_driver, bad):
     assert k.metadata.shared > 32768
     tile_transpose[(1,)](x, y, 100, B=64)  # a tile that fits works (the 64x64 corner)
     torch.testing.assert_close(y[:64, :64], x[:64, :64].T, rtol=0, atol=0)
+
+
+@bad_input("huge block", given="BLOCK=2**20 (Triton's largest) with num_warps=4: 8192 elements per thread",
+           raises="triton_mps.compiler.errors.CompilationError",
+           says="puts 8192 elements in each of the 128 threads (num_warps=4); the mps backend allows at most 1024")
+def test_huge_block(mps_driver, bad):
+    # Rejected before any MSL is written (the unrolled MSL would take minutes to compile;
+    # the limit and its measurements: compiler/__init__.py MAX_ELEMENTS_PER_THREAD).
+    x, y = _inputs()
+    with bad.expect() as info:
+        shifted_copy[(1,)](x, y, 100, 0, BLOCK=2**20)
+    msg = str(info.value)
+    assert "kernel 'shifted_copy'" in msg and "use a smaller block (at most 131072 elements" in msg
+    assert "test_triton_inputs.py:" in msg  # the Python line of the tensor
+    _copy_ok()
