@@ -40,6 +40,19 @@ MathMode parse_math_mode(const std::string& s) {
   throw InvalidArgument("math_mode must be 'safe', 'relaxed' or 'fast', got '" + s + "'");
 }
 
+// Sizes and offsets arrive as Python ints: a negative one is the caller's mistake, reported
+// as such (not as nanobind's "incompatible function arguments").
+uint64_t byte_count(int64_t v, const char* what) {
+  if (v < 0) throw InvalidArgument(std::string(what) + " must be a byte count >= 0, got " + std::to_string(v));
+  return static_cast<uint64_t>(v);
+}
+
+// Warnings the core collected during a call (e.g. an unusable cache): Python RuntimeWarnings.
+void issue_core_warnings() {
+  for (const std::string& w : take_warnings())
+    if (PyErr_WarnEx(PyExc_RuntimeWarning, w.c_str(), 1) < 0) throw nb::python_error();
+}
+
 nb::dict info_dict(const DeviceInfo& i) {
   nb::dict d;
   d["name"] = i.name;
@@ -188,7 +201,8 @@ NB_MODULE(_core, m) {
       .def_prop_ro("offset", [](const BufferRef& b) { return b.offset; })
       .def_prop_ro("address", &BufferRef::address, "CPU address of the first byte (unified memory)")
       .def_prop_ro("native_handle", [](BufferRef& b) { return reinterpret_cast<uintptr_t>(b.raw->native_handle()); })
-      .def("view", [](const BufferRef& b, uint64_t offset, uint64_t nbytes) {
+      .def("view", [](const BufferRef& b, int64_t offset_, int64_t nbytes_) {
+            const uint64_t offset = byte_count(offset_, "view(): offset"), nbytes = byte_count(nbytes_, "view(): nbytes");
             if (offset > b.nbytes || nbytes > b.nbytes - offset)
               throw InvalidArgument("view [" + std::to_string(offset) + ", +" + std::to_string(nbytes) +
                                     ") is outside the buffer of " + std::to_string(b.nbytes) + " bytes");
@@ -241,16 +255,20 @@ NB_MODULE(_core, m) {
       .def_prop_ro("name", [](const DeviceContext& c) { return c.device->info().name; })
       .def_prop_ro("is_simulator", [](const DeviceContext& c) { return c.device->info().is_simulator; })
       .def_prop_ro("is_emulated", [](const DeviceContext& c) { return c.device->info().is_emulated; })
-      .def("buffer", [](DeviceContext& c, uint64_t nbytes) {
+      .def("buffer", [](DeviceContext& c, int64_t nbytes_) {
+            const uint64_t nbytes = byte_count(nbytes_, "buffer(): nbytes");
             auto raw = c.pool->allocate(nbytes);
             return BufferRef{raw, 0, nbytes};
           }, "nbytes"_a, "A pooled shared-storage buffer (contents undefined).")
-      .def("wrap_host", [](DeviceContext& c, uintptr_t address, uint64_t nbytes, nb::object owner) {
+      .def("wrap_host", [](DeviceContext& c, uintptr_t address, int64_t nbytes_, nb::object owner) {
+            const uint64_t nbytes = byte_count(nbytes_, "wrap_host(): nbytes");
             std::unique_ptr<RawBuffer> inner = c.device->wrap_host_memory(reinterpret_cast<void*>(address), nbytes);
             auto raw = std::make_shared<OwnedHostBuffer>(std::move(inner), std::move(owner));
             return BufferRef{raw, 0, nbytes};
           }, "address"_a, "nbytes"_a, "owner"_a, "Wrap host memory without copying; `owner` is kept alive.")
-      .def("wrap_native", [](DeviceContext& c, uintptr_t handle, uint64_t offset, uint64_t nbytes, nb::object owner) {
+      .def("wrap_native", [](DeviceContext& c, uintptr_t handle, int64_t offset_, int64_t nbytes_, nb::object owner) {
+            const uint64_t offset = byte_count(offset_, "wrap_native(): offset");
+            const uint64_t nbytes = byte_count(nbytes_, "wrap_native(): nbytes");
             std::unique_ptr<RawBuffer> inner = c.device->wrap_native_buffer(reinterpret_cast<void*>(handle));
             std::shared_ptr<RawBuffer> raw = owner.is_none()
                 ? std::shared_ptr<RawBuffer>(std::move(inner))
@@ -276,8 +294,15 @@ NB_MODULE(_core, m) {
             std::shared_ptr<Pipeline> p;
             {
               nb::gil_scoped_release release;
-              p = c.cache->get(source, entry, o);
+              try {
+                p = c.cache->get(source, entry, o);
+              } catch (...) {
+                nb::gil_scoped_acquire acquire;
+                issue_core_warnings();
+                throw;
+              }
             }
+            issue_core_warnings();
             return PipelineRef{p};
           }, "source"_a, "entry"_a, "math_mode"_a = "safe", "strict"_a = true,
           "macros"_a = std::vector<std::pair<std::string, std::string>>{}, "label"_a = "", "language_version"_a = "3.1",
@@ -335,10 +360,12 @@ NB_MODULE(_core, m) {
             d["max_buffer_age_ms"] = c.pool->config().max_buffer_age_ms;
             return d;
           })
-      .def("set_pool_config", [](DeviceContext& c, uint64_t max_cached_bytes, uint64_t max_buffer_age_ms) {
+      .def("set_pool_config", [](DeviceContext& c, int64_t max_cached_bytes, int64_t max_buffer_age_ms) {
             PoolConfig cfg;
-            cfg.max_cached_bytes = max_cached_bytes;
-            cfg.max_buffer_age_ms = max_buffer_age_ms;
+            cfg.max_cached_bytes = byte_count(max_cached_bytes, "set_pool_config(): max_cached_bytes");
+            if (max_buffer_age_ms < 0)
+              throw InvalidArgument("set_pool_config(): max_buffer_age_ms must be >= 0, got " + std::to_string(max_buffer_age_ms));
+            cfg.max_buffer_age_ms = static_cast<uint64_t>(max_buffer_age_ms);
             c.pool->set_config(cfg);
           }, "max_cached_bytes"_a, "max_buffer_age_ms"_a)
       .def("empty_cache", [](DeviceContext& c) { c.pool->empty_cache(); })

@@ -3,11 +3,15 @@
 // caller waiting on it gets the same error, and the next request tries again.
 #include "pipeline_cache.h"
 
+#include <cerrno>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
+#include <set>
 #include <system_error>
 
+#include <fcntl.h>
 #include <pwd.h>
 #include <unistd.h>
 
@@ -100,6 +104,86 @@ std::string cache_dir() {
     throw Error("cannot create the triton-mps cache directory '" + dir.string() + "': " +
                 (ec ? ec.message() : std::string("not a directory")) + " (set TRITON_MPS_CACHE_DIR to another place)");
   }
+  return dir.string();
+}
+
+namespace {
+
+std::mutex g_warnings_mu;
+std::vector<std::string> g_warnings;
+
+// Empty if a file can be created in `dir` (as root, permission bits alone do not tell).
+std::string write_problem(const std::filesystem::path& dir) {
+  const std::string probe = (dir / (".tmps-write-probe-" + std::to_string(getpid()))).string();
+  const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) return std::strerror(errno);
+  ::close(fd);
+  ::unlink(probe.c_str());
+  return "";
+}
+
+// The per-process stand-in for an unusable cache directory; removed when the process exits
+// (kernel libraries loaded from it stay mapped).
+struct FallbackDir {
+  std::string path;
+  ~FallbackDir() {
+    if (path.empty()) return;
+    std::error_code ignored;
+    std::filesystem::remove_all(path, ignored);
+  }
+};
+
+}  // namespace
+
+void add_warning(const std::string& message) {
+  std::lock_guard<std::mutex> lock(g_warnings_mu);
+  g_warnings.push_back(message);
+}
+
+std::vector<std::string> take_warnings() {
+  std::lock_guard<std::mutex> lock(g_warnings_mu);
+  std::vector<std::string> out;
+  out.swap(g_warnings);
+  return out;
+}
+
+std::string usable_cache_dir(const std::string& sub) {
+  std::string why;
+  std::filesystem::path wanted;
+  try {
+    wanted = std::filesystem::path(cache_dir()) / sub;
+    std::error_code ec;
+    std::filesystem::create_directories(wanted, ec);
+    if (ec || !std::filesystem::is_directory(wanted)) {
+      why = "cannot create '" + wanted.string() + "': " + (ec ? ec.message() : std::string("not a directory"));
+    } else if (std::string problem = write_problem(wanted); !problem.empty()) {
+      why = "cannot write to '" + wanted.string() + "': " + problem;
+    } else {
+      return wanted.string();
+    }
+  } catch (const Error& e) {
+    why = e.what();
+  }
+  static std::mutex mu;
+  static FallbackDir fallback;
+  static std::set<std::string> warned;
+  std::lock_guard<std::mutex> lock(mu);
+  if (fallback.path.empty()) {
+    const char* t = std::getenv("TMPDIR");
+    std::string templ = std::string(t && *t ? t : "/tmp") + "/triton_mps-cache-XXXXXX";
+    if (!mkdtemp(&templ[0])) throw Error("the triton-mps cache directory is unusable (" + why +
+                                         ") and no temporary directory can be made: set TRITON_MPS_CACHE_DIR");
+    fallback.path = templ;
+  }
+  if (warned.insert(wanted.string() + "|" + why).second) {
+    add_warning("triton-mps: the kernel cache is unusable (" + why + "); this process builds in the temporary "
+                "directory '" + fallback.path + "' and caches nothing across processes: set TRITON_MPS_CACHE_DIR "
+                "to a writable directory (or repair or delete the cache)");
+  }
+  const std::filesystem::path dir = std::filesystem::path(fallback.path) / sub;
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) throw Error("cannot create the temporary cache directory '" + dir.string() + "': " + ec.message());
   return dir.string();
 }
 

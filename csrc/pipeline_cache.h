@@ -9,6 +9,7 @@
 #include <mutex>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "device.h"
 
@@ -21,6 +22,17 @@ std::string pipeline_key(const std::string& source, const std::string& entry, co
 // Directory for on-disk entries: $TRITON_MPS_CACHE_DIR, else $XDG_CACHE_HOME/triton_mps,
 // else ~/.cache/triton_mps. Created on demand.
 std::string cache_dir();
+
+// `cache_dir()/sub`, created, if a file can be written there; else (cache directory missing,
+// read-only, a file, on a full disk) `sub` in a private temporary directory of this process,
+// removed at exit, with a warning (once per unusable directory): a broken cache never stops a
+// build, it only stops caching across processes.
+std::string usable_cache_dir(const std::string& sub);
+
+// Warnings the core wants shown to the user (the bindings issue them as Python
+// RuntimeWarnings after each call that may add some). Thread-safe.
+void add_warning(const std::string& message);
+std::vector<std::string> take_warnings();
 
 struct PipelineCacheStats {
   uint64_t hits = 0;

@@ -571,9 +571,15 @@ class TritonLauncher {
           a.size = b.size;
           break;
         case Bound::What::Placeholder:
-          // A pointer Triton will not dereference (None, or an empty tensor): a small pooled
-          // buffer, since Metal binds a real buffer at every [[buffer(n)]].
-          a.buffer = ctx.pool->allocate(16);
+          // A pointer Triton will not dereference (None, or an empty tensor): nothing may be
+          // addressed through it. On the simulator a 0-byte buffer, so that memcheck reports any
+          // access; Metal binds a small real buffer at every [[buffer(n)]].
+          if (ctx.device->info().is_simulator) {
+            alignas(16) static unsigned char nothing[16];
+            a.buffer = std::shared_ptr<RawBuffer>(ctx.device->wrap_host_memory(nothing, 0));
+          } else {
+            a.buffer = ctx.pool->allocate(16);
+          }
           break;
         case Bound::What::Host: {
           std::unique_ptr<RawBuffer> inner = ctx.device->wrap_host_memory(reinterpret_cast<void*>(b.base), b.bytes);

@@ -13,6 +13,8 @@ import triton_mps
 # Test modules in every folder import their helpers from tests/tmps_testing.py.
 sys.path.insert(0, str(Path(__file__).parent))
 
+from bad_input import bad  # noqa: E402, F401  (the fixture of @bad_input tests, in any folder)
+
 
 def pytest_collection_modifyitems(config, items):
     on_mac = platform.system() == "Darwin" and any(not d.is_simulator for d in triton_mps.devices())

@@ -2,6 +2,9 @@
 // zombies, autorelease pools, and the violation log. See objc_runtime.h.
 #include "metal_emu/objc_runtime.h"
 
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include <cstdio>
 #include <cstring>
 #include <deque>
@@ -46,16 +49,22 @@ struct PoolFrame {
   EmuObject* pool;
   std::vector<EmuObject*> objects;
 };
-// Per-thread state, never destroyed: static destructors (our devices' at exit) may still drain
-// pools after the thread's TLS destructors ran.
-std::vector<PoolFrame>& pools() {
-  thread_local auto* p = new std::vector<PoolFrame>;
-  return *p;
+// Per-thread state. The main thread's is never destroyed: static destructors (our devices' at
+// exit) may still drain pools after its TLS destructors ran. Other threads free theirs when
+// they exit (found by LeakSanitizer: 88 bytes per exited thread, scripts/sanitize.sh).
+template <class T>
+T& thread_state() {
+  struct Owner {
+    T* p = new T;
+    ~Owner() {
+      if (static_cast<pid_t>(syscall(SYS_gettid)) != getpid()) delete p;
+    }
+  };
+  thread_local Owner owner;
+  return *owner.p;
 }
-std::string& failure_message() {  // for fail_imp
-  thread_local auto* s = new std::string;
-  return *s;
-}
+std::vector<PoolFrame>& pools() { return thread_state<std::vector<PoolFrame>>(); }
+std::string& failure_message() { return thread_state<std::string>(); }  // for fail_imp
 
 void drain(PoolFrame& frame) {
   // Objects released by the drain may autorelease more into this same pool.

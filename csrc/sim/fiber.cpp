@@ -90,10 +90,13 @@ void* fiber_prepare(const FiberStack& stack, void (*fn)(void*), void* arg, size_
 }
 
 size_t default_fiber_stack_bytes() {
-  if (const char* s = std::getenv("TRITON_MPS_SIM_STACK_KB")) {
+  if (const char* s = std::getenv("TRITON_MPS_SIM_STACK_KB"); s && *s) {
     char* end = nullptr;
     unsigned long kb = std::strtoul(s, &end, 10);
-    if (end != s && kb > 0) return static_cast<size_t>(kb) * 1024;
+    if (end == s || *end != '\0' || kb == 0 || kb > (1ul << 20))
+      throw InvalidArgument(std::string("TRITON_MPS_SIM_STACK_KB must be a fiber stack size in KiB (1 to 1048576), got '") +
+                            s + "'");
+    return static_cast<size_t>(kb) * 1024;
   }
   return 256 * 1024;
 }

@@ -886,9 +886,12 @@ uint32_t dispatch_checks(uint64_t& seed) {
 }
 
 unsigned default_workers() {
-  if (const char* s = std::getenv("TRITON_MPS_SIM_THREADS")) {
-    int v = std::atoi(s);
-    if (v > 0) return static_cast<unsigned>(v);
+  if (const char* s = std::getenv("TRITON_MPS_SIM_THREADS"); s && *s) {
+    char* end = nullptr;
+    const long v = std::strtol(s, &end, 10);
+    if (end == s || *end != '\0' || v < 1 || v > 4096)
+      throw InvalidArgument(std::string("TRITON_MPS_SIM_THREADS must be a number of worker threads >= 1, got '") + s + "'");
+    return static_cast<unsigned>(v);
   }
   unsigned hc = std::thread::hardware_concurrency();
   return hc ? hc : 1;

@@ -379,15 +379,7 @@ std::vector<std::string> compiler_env(const Toolchain& t) {
   std::vector<std::string> out;
   if (!is_zig(t)) return out;
   if (env("ZIG_GLOBAL_CACHE_DIR").empty() || env("ZIG_LOCAL_CACHE_DIR").empty()) {
-    std::string dir;
-    try {
-      dir = cache_dir() + "/zig";
-      make_dirs(dir);
-    } catch (const Error&) {  // no usable cache dir: a private one in the temp dir still works
-      std::string tmp = env("TMPDIR");
-      dir = (tmp.empty() ? std::string("/tmp") : tmp) + "/triton_mps-zig-" + std::to_string(getuid());
-      make_dirs(dir);
-    }
+    const std::string dir = usable_cache_dir("zig");  // a private one if the cache is unusable
     if (env("ZIG_GLOBAL_CACHE_DIR").empty()) out.push_back("ZIG_GLOBAL_CACHE_DIR=" + dir);
     if (env("ZIG_LOCAL_CACHE_DIR").empty()) out.push_back("ZIG_LOCAL_CACHE_DIR=" + dir);
   }

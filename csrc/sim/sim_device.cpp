@@ -29,7 +29,7 @@ namespace tmps::sim {
 namespace {
 
 constexpr size_t kBufferAlign = 16384;  // Apple GPU page size
-constexpr const char* kLibraryFormat = "tmps-sim-lib-v1";  // bump when the .so layout changes
+constexpr const char* kLibraryFormat = "tmps-sim-lib-v2";  // bump when the .so layout changes (v2: tmps_sim_key)
 
 size_t round_up(size_t n, size_t a) { return (n + a - 1) / a * a; }
 
@@ -105,7 +105,9 @@ std::shared_ptr<KernelLibrary> loaded_library(const std::string& path) {
 }
 
 // dlopen + ABI checks; nullptr with `why` set if the file is not a usable kernel library.
-std::shared_ptr<KernelLibrary> open_library(const std::string& path, std::string& why) {
+// `key`: the cache key the library must have been built for (its `tmps_sim_key`), so a
+// library swapped in from another entry, or left by another build, is never used.
+std::shared_ptr<KernelLibrary> open_library(const std::string& path, const std::string& key, std::string& why) {
   std::lock_guard<std::mutex> lock(g_libs_mu);
   if (auto it = g_libs.find(path); it != g_libs.end())
     if (auto lib = it->second.lock()) return lib;
@@ -124,12 +126,21 @@ std::shared_ptr<KernelLibrary> open_library(const std::string& path, std::string
   auto* kernels = static_cast<const tmps_sim_kernel*>(dlsym(h, "tmps_sim_kernels"));
   auto* count = static_cast<const tmps_u32*>(dlsym(h, "tmps_sim_num_kernels"));
   if (!abi || !rt || !kernels || !count) {
+    dlclose(h);
     why = std::string("missing exported symbol ") +
           (!abi ? "tmps_sim_abi_version" : !rt ? "tmps_sim_rt" : !kernels ? "tmps_sim_kernels" : "tmps_sim_num_kernels");
     return nullptr;
   }
   if (*abi != TMPS_SIM_ABI_VERSION) {
     why = "kernel ABI version " + std::to_string(*abi) + ", runtime expects " + std::to_string(TMPS_SIM_ABI_VERSION);
+    dlclose(h);
+    return nullptr;
+  }
+  auto* built_for = static_cast<const char*>(dlsym(h, "tmps_sim_key"));
+  if (!built_for || key != built_for) {
+    why = std::string("built for another kernel (key ") + (built_for ? std::string(built_for).substr(0, 12) : "none") +
+          "..., expected " + key.substr(0, 12) + "...)";
+    dlclose(h);
     return nullptr;
   }
   *rt = runtime();
@@ -168,19 +179,24 @@ std::string meta_text(const std::string& so) {
          sha256_file_hex(so) + "\n";
 }
 
-// True if `so` exists and matches its sidecar (size and SHA-256): catches truncated or
-// corrupted entries before dlopen sees them.
-bool verify_entry(const std::string& so) {
+enum class EntryState { Missing, Valid, Invalid };
+
+// Whether `so` exists and matches its sidecar (size and SHA-256): catches truncated or
+// corrupted entries before dlopen sees them. A library without its sidecar is Missing, not
+// Invalid: another process may be between writing the two.
+EntryState verify_entry(const std::string& so, std::string& why) {
   std::error_code ec;
-  if (!fs::is_regular_file(so, ec) || !fs::is_regular_file(meta_path(so), ec)) return false;
+  if (!fs::is_regular_file(so, ec) || !fs::is_regular_file(meta_path(so), ec)) return EntryState::Missing;
   std::ifstream in(meta_path(so), std::ios::binary);
   std::stringstream ss;
   ss << in.rdbuf();
   try {
-    return ss.str() == meta_text(so);
-  } catch (const std::exception&) {
-    return false;
+    if (ss.str() == meta_text(so)) return EntryState::Valid;
+    why = "its size or SHA-256 does not match its .meta file (truncated or corrupted)";
+  } catch (const std::exception& e) {
+    why = e.what();
   }
+  return EntryState::Invalid;
 }
 
 // Write the sidecar atomically (temp file + rename) so readers never see half of it.
@@ -441,24 +457,26 @@ std::shared_ptr<Pipeline> SimDevice::build_pipeline(const std::string& source, c
   append_framed(key_text, tc.version);
   append_framed(key_text, shim_hash());
   append_framed(key_text, std::to_string(TMPS_SIM_ABI_VERSION));
-  const fs::path dir = fs::path(cache_dir()) / "sim";
-  std::error_code ec;
-  fs::create_directories(dir, ec);
-  if (ec) throw Error("simulator: cannot create the cache directory " + dir.string() + ": " + ec.message());
-  const std::string so = (dir / (sha256_hex(key_text) + ".so")).string();
+  const fs::path dir = usable_cache_dir("sim");
+  const std::string key = sha256_hex(key_text);
+  const std::string so = (dir / (key + ".so")).string();
 
   std::shared_ptr<KernelLibrary> lib = loaded_library(so);
   if (lib) {
     ++memory_hits_;
   } else {
     std::string why;
-    if (verify_entry(so)) {
-      lib = open_library(so, why);
+    const EntryState state = verify_entry(so, why);
+    if (state == EntryState::Valid) {
+      lib = open_library(so, key, why);
       if (lib) ++disk_hits_;
     }
     if (!lib) {
-      std::error_code ignored;
-      if (fs::exists(so, ignored)) ++rejected_;  // truncated, corrupted or unloadable: rebuild it
+      if (state != EntryState::Missing) {  // truncated, corrupted, swapped or stale: rebuild it
+        ++rejected_;
+        add_warning("triton-mps simulator cache: the entry " + so + " for kernel '" + entry + "' is unusable (" + why +
+                    "); it is rebuilt");
+      }
       // Only on a real build: options.key() (part of the key) holds strict_check, so a cached
       // library already passed the check when it was made.
       if (options.strict_check) {
@@ -469,10 +487,12 @@ std::shared_ptr<Pipeline> SimDevice::build_pipeline(const std::string& source, c
         }
         strict_check(tr.cpp, options);
       }
-      compile_shared_object(tr.cpp, so, options);
+      // The library names the key it was built for (checked at every load from disk).
+      compile_shared_object(tr.cpp + "\nextern \"C\" __attribute__((visibility(\"default\"))) extern const char "
+                            "tmps_sim_key[] = \"" + key + "\";\n", so, options);
       ++compiled_;
       write_meta(so);
-      lib = open_library(so, why);
+      lib = open_library(so, key, why);
       if (!lib) throw CompileError("simulator: cannot load the compiled kernel library " + so + ": " + why);
     }
   }

@@ -6,9 +6,10 @@ The native core (`_core`) holds devices, the buffer pool, the pipeline cache and
 
 from __future__ import annotations
 
-from . import _setup
+from . import _env, _setup
 
 _setup.configure_environment()
+_env.check_environment()  # a warning for each TRITON_MPS_* value or name we do not accept
 
 from . import _core  # noqa: E402
 from ._core import (  # noqa: E402

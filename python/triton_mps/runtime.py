@@ -82,6 +82,8 @@ def empty(shape: int | Sequence[int], dtype: Any = np.float32, device: Device | 
     """A numpy array backed by a pooled device buffer (contents undefined)."""
     dtype = np.dtype(dtype)
     shape = (shape,) if isinstance(shape, int) else tuple(shape)
+    if any(int(d) < 0 for d in shape):
+        raise _core.InvalidArgument(f"empty(): negative dimension in shape {shape}; sizes must be >= 0")
     nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
     buf = get_device(device).buffer(max(nbytes, 1))
     return buf.bytes_view()[:nbytes].view(dtype).reshape(shape)
@@ -188,6 +190,7 @@ class Kernel:
             if is_array or _torch_module(a) is not None or isinstance(a, _core.Buffer):
                 if wants_buffer:
                     _check_element_type(a, pointer_params[i], self.name)
+                    _check_dense(a, pointer_params[i], self.name)
                 bound.append(as_buffer(a, self.device))
             elif isinstance(a, np.ndarray):  # a 0-d array for a scalar parameter
                 bound.append(a.item())
@@ -195,8 +198,8 @@ class Kernel:
                 bound.append(a)
         return self.device.launch(
             self.pipeline,
-            _dim3(grid),
-            _dim3(threads),
+            _dim3(grid, "grid"),
+            _dim3(threads, "threads", least=1),
             bound,
             threadgroup_memory=list(threadgroup_memory),
             pack_scalars_at=pack_scalars_at,
@@ -247,13 +250,41 @@ def _check_element_type(arr: Any, param: dict, kernel: str) -> None:
         f"({size}-byte elements); pass an array of the kernel's element type (e.g. .astype(...))")
 
 
-def _dim3(v: Sequence[int] | int) -> tuple[int, int, int]:
-    if isinstance(v, int):
-        return (v, 1, 1)
-    t = tuple(int(x) for x in v)
+def _check_dense(arr: Any, param: dict, kernel: str) -> None:
+    """An MSL kernel indexes a buffer densely from its first element: a strided view (a
+    column, a transpose, x[::2]) would be read as if it were contiguous. Refuse it."""
+    if isinstance(arr, np.ndarray):
+        dense = arr.flags.c_contiguous
+    elif _torch_module(arr) is not None:
+        dense = arr.is_contiguous()
+    else:
+        return
+    if not dense:
+        raise _core.InvalidArgument(
+            f"kernel '{kernel}': argument '{param['name']}' is a non-contiguous array (shape {tuple(arr.shape)}, "
+            f"strides {tuple(arr.strides) if isinstance(arr, np.ndarray) else tuple(arr.stride())}); a kernel reads "
+            "its buffer densely: pass np.ascontiguousarray(a) (torch: a.contiguous())")
+
+
+def _dim3(v: Sequence[int] | int, what: str = "grid", least: int = 0) -> tuple[int, int, int]:
+    t = (v,) if isinstance(v, int) else tuple(int(x) for x in v)
     if not 1 <= len(t) <= 3:
-        raise _core.InvalidArgument(f"expected 1 to 3 dimensions, got {v!r}")
+        raise _core.InvalidArgument(f"{what}: expected 1 to 3 dimensions, got {v!r}")
+    if any(not least <= x < 2**32 for x in t):
+        raise _core.InvalidArgument(f"{what} must be between {least} and 2**32-1 in each dimension, got {v!r}")
     return t + (1,) * (3 - len(t))  # type: ignore[return-value]
+
+
+_KERNEL_NAME = re.compile(r"\b(?:kernel|\[\[\s*kernel\s*\]\])\s+void\s+(\w+)\s*\(")
+
+
+def _check_kernel_names(source: str) -> None:
+    """`main` (C++ gives it a fixed signature) and the `tmps_` prefix (the simulator's generated
+    names) cannot name a kernel: say so instead of showing the C++ compiler's confusion."""
+    for name in _KERNEL_NAME.findall(source):
+        if name == "main" or name.startswith("tmps_"):
+            why = "C++ reserves 'main'" if name == "main" else "names starting with 'tmps_' belong to triton-mps"
+            raise _core.CompileError(f"kernel name '{name}' is reserved ({why}): rename the kernel")
 
 
 def compile_msl(
@@ -276,6 +307,7 @@ def compile_msl(
     (simulator): check every device-memory access against its buffer, None follows
     $TRITON_MPS_MEMCHECK (on unless "0").
     """
+    _check_kernel_names(source)
     dev = get_device(device)
     pipeline = dev.compile(
         source, entry, math_mode=math_mode, strict=strict, macros=list((macros or {}).items()), label=label,

@@ -65,7 +65,9 @@ THREADS_PER_SIMDGROUP = 32  # Metal's SIMD width on Apple GPUs: Triton's "warp"
 
 
 def debug_enabled() -> bool:
-    return any(os.environ.get(v, "").strip().lower() in ("1", "true", "yes", "on") for v in DEBUG_ENV)
+    from .._env import flag
+
+    return any([flag(v, False) for v in DEBUG_ENV])  # each checked: a bad value is an error
 
 
 MAX_THREADS_PER_THREADGROUP = 1024  # every Apple GPU family
@@ -167,7 +169,9 @@ class MPSOptions:
         if isinstance(libs, dict):
             object.__setattr__(self, "extern_libs", tuple(sorted(libs.items())))
         if not isinstance(self.num_warps, int) or self.num_warps <= 0 or self.num_warps & (self.num_warps - 1):
-            raise NumWarpsNotPowerOfTwo(f"num_warps must be a power of 2, got {self.num_warps!r}")
+            most = MAX_THREADS_PER_THREADGROUP // THREADS_PER_SIMDGROUP
+            raise NumWarpsNotPowerOfTwo(f"num_warps must be a power of 2 from 1 to {most} (a threadgroup runs at most "
+                                        f"{most} SIMD-groups of 32 threads), got {self.num_warps!r}")
         if self.num_warps * THREADS_PER_SIMDGROUP > MAX_THREADS_PER_THREADGROUP:
             raise TooManyThreads(self.num_warps)
         if self.num_ctas != 1:

@@ -21,6 +21,15 @@ _SIG_SCALARS = {
     "fp16": "half", "bf16": "bfloat", "fp32": "float", "f32": "float",
 }
 MAX_BINDINGS = 31
+# Elements of one tensor a thread may hold. Every element is its own MSL variable (the
+# lowering unrolls per register), so the MSL, and the time to compile it on the simulator,
+# grow faster than the element count. Measured (a load-add-store kernel, num_warps=4, memcheck
+# on, 2-core x86-64): 512 elements per thread 4.6 s idle; 1024 took 2.6x as long as 512 on the
+# same host under load (238.8 s vs 91.2 s at load 18), so ~12 s idle; 8192 (a block of 2**20,
+# Triton's largest) was still compiling after 300 s (5.5 MB of MSL). Above the limit the
+# kernel is rejected before any MSL is written.
+MAX_ELEMENTS_PER_THREAD = 1024
+MAX_ELEMENTS_NOTE = "every element is unrolled: about 12 s of compile at 1024 per thread, over 300 s at 8192"
 
 _PRELUDE = """#include <metal_stdlib>
 using namespace metal;
@@ -42,6 +51,7 @@ def compile_ttgir(mod, *, num_warps: int, signature: dict, constants: dict, kern
     if len(publics) != 1:
         raise CompilationError(f"expected one public function, found {len(publics)}", kernel=kernel_name)
     func = publics[0]
+    _check_elements_per_thread(module, kernel_name, num_warps)
     state = KernelState(kernel_name, num_warps, module)
 
     names = [n for n, t in signature.items() if t != "constexpr" and n not in (constants or {})]
@@ -142,6 +152,32 @@ def compile_ttgir(mod, *, num_warps: int, signature: dict, constants: dict, kern
     return CompiledMSL(msl=msl, name=msl_name, num_warps=num_warps,
                        shared=max(state.scratch_bytes, 16) if (state.scratch_bytes or state.functions_emitted) else 0,
                        args=args_info, pack_scalars_at=pack_at, debug=debug, locks=locks)
+
+
+def _check_elements_per_thread(module, kernel: str, num_warps: int) -> None:
+    """A block so large that each thread holds more than MAX_ELEMENTS_PER_THREAD elements of one
+    tensor (tl.arange(0, 2**20) with 4 warps: 8192) would be unrolled into megabytes of MSL that
+    take minutes to compile: reject it first, naming the limit, the line and what to change."""
+    found: list = []
+
+    def too_big(op) -> bool:
+        for v in op.results:
+            if v.layout is not None and v.layout.num_regs > MAX_ELEMENTS_PER_THREAD:
+                found.append((op, v))
+                return True
+        return False
+
+    if not module.any_op(too_big):
+        return
+    op, v = found[0]
+    shape = "x".join(str(d) for d in v.type.shape)
+    threads = num_warps * 32
+    raise CompilationError(
+        f"a tensor of {shape} elements puts {v.layout.num_regs} elements in each of the {threads} threads "
+        f"(num_warps={num_warps}); the mps backend allows at most {MAX_ELEMENTS_PER_THREAD} per thread "
+        f"({MAX_ELEMENTS_NOTE}): use a smaller block (at most {MAX_ELEMENTS_PER_THREAD * threads} elements "
+        f"with num_warps={num_warps}, {MAX_ELEMENTS_PER_THREAD * 1024} with num_warps=32) and loop over the rest",
+        op=op.name, kernel=kernel, file=op.file, line=op.line)
 
 
 def _check_arg_type(name: str, t, kernel: str) -> None:

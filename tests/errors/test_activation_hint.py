@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 import pytest
+from bad_input import bad_input
 
 CODE = r"""
 import torch, triton, triton.language as tl
@@ -20,7 +21,9 @@ k[(1,)](torch.zeros(1))
 
 
 @pytest.mark.skipif(sys.platform == "darwin", reason="on macOS the backend activates itself with a Metal device")
-def test_unset_backend_gives_a_hint(tmp_path):
+@bad_input("TRITON_BACKEND unset on Linux", given="a Triton launch without TRITON_BACKEND=mps",
+           raises="RuntimeError", says="set TRITON_BACKEND=mps to run Triton kernels on the triton-mps simulator")
+def test_unset_backend_gives_a_hint(tmp_path, bad):
     env = {k: v for k, v in os.environ.items() if k not in ("TRITON_BACKEND", "TRITON_DEFAULT_BACKEND")}
     env["TRITON_CACHE_DIR"] = str(tmp_path)
     script = tmp_path / "kernel.py"  # @triton.jit needs its source in a file
@@ -28,4 +31,5 @@ def test_unset_backend_gives_a_hint(tmp_path):
     r = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=300)
     assert r.returncode != 0
     assert "0 active drivers" in r.stderr, r.stderr
-    assert "set TRITON_BACKEND=mps" in r.stderr, r.stderr
+    bad.check_message(r.stderr)
+    assert "RuntimeError: 0 active drivers" in r.stderr, r.stderr

@@ -1,0 +1,249 @@
+"""Bad input to Triton kernels through `kernel[grid](...)` on the simulator (torch CPU tensors).
+
+One kernel serves most rows (compiled once per specialisation); each test is one row of
+docs/errors.md (tests/bad_input.py). Errors raised by Triton's own front end, before any
+backend code runs, are marked "(Triton)" in their title: their wording is Triton's.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+import triton
+import triton.language as tl
+from bad_input import bad_input
+
+
+@triton.jit
+def shifted_copy(x, y, n, SHIFT, BLOCK: tl.constexpr):
+    """y[i + SHIFT] = x[i] for i < n: a SHIFT past the end (or before the start) of y is the
+    classic mask bug the memcheck must stop."""
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    tl.store(y + offs + SHIFT, tl.load(x + offs, mask=m), mask=m)
+
+
+@triton.jit
+def shifted_load(x, y, n, SHIFT, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    tl.store(y + offs, tl.load(x + offs + SHIFT, mask=m), mask=m)
+
+
+def _inputs(n: int = 100):
+    x = torch.randn(n)
+    y = torch.full((n,), float("nan"))
+    return x, y
+
+
+def _copy_ok(n: int = 100) -> None:
+    """The same kernel still runs correctly after the error."""
+    x, y = _inputs(n)
+    shifted_copy[(triton.cdiv(n, 64),)](x, y, n, 0, BLOCK=64)
+    torch.testing.assert_close(y, x, rtol=0, atol=0)
+
+
+# ---- out-of-bounds accesses (memcheck) ---------------------------------------------------------
+
+@bad_input("out-of-bounds store by 1 element", given="a mask bug: y[i + 1] = x[i] for every i < n",
+           raises="triton_mps.DispatchError", says="out-of-bounds store of 4 bytes past the end of buffer(1)")
+def test_oob_store_by_one(mps_driver, bad):
+    x, y = _inputs()
+    with bad.expect() as info:
+        shifted_copy[(2,)](x, y, 100, 1, BLOCK=64)
+    assert "kernel 'shifted_copy'" in str(info.value) and "element 100" in str(info.value)
+    assert "TRITON_MPS_MEMCHECK" in str(info.value)  # says what the check is and how it is controlled
+    _copy_ok()
+
+
+@bad_input("out-of-bounds load by 1 element", given="x[i + 1] read for every i < n",
+           raises="triton_mps.DispatchError", says="out-of-bounds load of 4 bytes past the end of buffer(0)")
+def test_oob_load_by_one(mps_driver, bad):
+    x, y = _inputs()
+    with bad.expect() as info:
+        shifted_load[(2,)](x, y, 100, 1, BLOCK=64)
+    assert "shifted_load" in str(info.value) and "thread" in str(info.value)
+    _copy_ok()
+
+
+@bad_input("out-of-bounds store before the start", given="y[i - 1] = x[i] (offset -1)",
+           raises="triton_mps.DispatchError", says="out-of-bounds store of 4 bytes")
+def test_oob_store_before_start(mps_driver, bad):
+    x, y = _inputs()
+    with bad.expect() as info:
+        shifted_copy[(2,)](x, y, 100, -1, BLOCK=64)
+    assert "byte offset -4" in str(info.value) or "before" in str(info.value), str(info.value)
+    _copy_ok()
+
+
+@bad_input("out-of-bounds store by 1e9 elements", given="y[i + 10**9] = x[i]",
+           raises="triton_mps.DispatchError", says="outside every buffer bound to the kernel")
+def test_oob_store_far(mps_driver, bad):
+    x, y = _inputs()
+    with bad.expect() as info:
+        shifted_copy[(2,)](x, y, 100, 10**9, BLOCK=64)
+    assert "stopped before it happened" in str(info.value)
+    _copy_ok()
+
+
+@bad_input("out-of-bounds load by 1e9 elements", given="x[i + 10**9] read",
+           raises="triton_mps.DispatchError", says="out-of-bounds load of 4 bytes at address")
+def test_oob_load_far(mps_driver, bad):
+    x, y = _inputs()
+    with bad.expect():
+        shifted_load[(2,)](x, y, 100, 10**9, BLOCK=64)
+    _copy_ok()
+
+
+@bad_input("zero-size tensor read", given="torch.empty(0) passed with n=1", raises="triton_mps.DispatchError",
+           says="out-of-bounds load of 4 bytes past the end of buffer(0)")
+def test_zero_size_tensor_read(mps_driver, bad):
+    y = torch.full((1,), float("nan"))
+    shifted_copy[(1,)](torch.empty(0), torch.empty(0), 0, 0, BLOCK=64)  # n=0: nothing accessed, fine
+    with bad.expect() as info:
+        shifted_copy[(1,)](torch.empty(0), y, 1, 0, BLOCK=64)
+    assert "0 bytes" in str(info.value) or "0 elements" in str(info.value), str(info.value)
+    _copy_ok()
+
+
+# ---- what the tensors are -------------------------------------------------------------------------
+
+@bad_input("float64 tensors", given="torch.float64 tensors (Metal has no double)",
+           raises="triton_mps.compiler.errors.CompilationError",
+           says="which Metal does not support (no 64-bit floats); "
+                "convert the data first (e.g. to float32)")
+def test_float64_tensor(mps_driver, bad):
+    x, y = _inputs()
+    with bad.expect() as info:
+        shifted_copy[(2,)](x.double(), y.double(), 100, 0, BLOCK=64)
+    assert "kernel 'shifted_copy'" in str(info.value) and "argument 'x'" in str(info.value)
+    _copy_ok()
+
+
+@bad_input("tensor on an unsupported device", given="a torch 'meta' tensor",
+           raises="triton_mps.InvalidArgument", says="is a tensor on device 'meta'; the simulator takes CPU tensors")
+def test_meta_tensor(mps_driver, bad):
+    _, y = _inputs()
+    with bad.expect() as info:
+        shifted_copy[(2,)](torch.empty(100, device="meta"), y, 100, 0, BLOCK=64)
+    assert "kernel 'shifted_copy': argument 'x'" in str(info.value)
+    _copy_ok()
+
+
+@bad_input("numpy array as a pointer (Triton)", given="np.ndarray where the kernel takes a pointer",
+           raises="TypeError", says="failed to specialize argument of type: ndarray")
+def test_numpy_array_as_pointer(mps_driver, bad):
+    # Triton's binder rejects it before any backend code runs (the same on CUDA); the fix is
+    # torch.from_numpy(a), which binds the same memory with no copy:
+    _, y = _inputs()
+    a = np.random.default_rng().standard_normal(100).astype(np.float32)
+    with bad.expect():
+        shifted_copy[(2,)](a, y, 100, 0, BLOCK=64)
+    shifted_copy[(2,)](torch.from_numpy(a), y, 100, 0, BLOCK=64)
+    np.testing.assert_array_equal(y.numpy(), a)
+
+
+@bad_input("list as a pointer (Triton)", given="a Python list where the kernel takes a pointer",
+           raises="TypeError", says="failed to specialize argument of type: list")
+def test_list_as_pointer(mps_driver, bad):
+    _, y = _inputs()
+    with bad.expect():
+        shifted_copy[(2,)]([1.0] * 100, y, 100, 0, BLOCK=64)
+    _copy_ok()
+
+
+@bad_input("None as a pointer (Triton)", given="None where the kernel loads through a pointer",
+           raises="triton.compiler.errors.CompilationError", says="'NoneType' object has no attribute 'dtype'")
+def test_none_as_pointer(mps_driver, bad):
+    _, y = _inputs()
+    with bad.expect() as info:
+        shifted_copy[(2,)](None, y, 100, 0, BLOCK=64)
+    assert "tl.load(x + offs" in str(info.value)  # Triton points at the line
+    _copy_ok()
+
+
+@bad_input("missing argument (Triton)", given="kernel[grid] called without SHIFT",
+           raises="TypeError", says="missing 1 required positional argument: 'SHIFT'")
+def test_missing_argument(mps_driver, bad):
+    x, y = _inputs()
+    with bad.expect():
+        shifted_copy[(2,)](x, y, 100, BLOCK=64)
+    _copy_ok()
+
+
+@bad_input("extra argument (Triton)", given="one positional argument too many",
+           raises="TypeError", says="got multiple values for argument 'BLOCK'")
+def test_extra_argument(mps_driver, bad):
+    x, y = _inputs()
+    with bad.expect():
+        shifted_copy[(2,)](x, y, 100, 0, 7, BLOCK=64)
+    _copy_ok()
+
+
+# ---- launch configuration ------------------------------------------------------------------------
+
+@bad_input("non-power-of-two block (Triton)", given="tl.arange(0, 100)",
+           raises="triton.compiler.errors.CompilationError", says="arange's range must be a power of 2")
+def test_non_power_of_two_block(mps_driver, bad):
+    x, y = _inputs()
+    with bad.expect():
+        shifted_copy[(1,)](x, y, 100, 0, BLOCK=100)
+    _copy_ok()
+
+
+@pytest.mark.parametrize("num_warps", [0, 3])
+@bad_input("num_warps 0 or not a power of two", given="num_warps=0, num_warps=3",
+           raises="triton_mps.backend.compiler.NumWarpsNotPowerOfTwo",
+           says="num_warps must be a power of 2 from 1 to 32")
+def test_num_warps_not_power_of_two(mps_driver, bad, num_warps):
+    x, y = _inputs()
+    with bad.expect():
+        shifted_copy[(2,)](x, y, 100, 0, BLOCK=64, num_warps=num_warps)
+    _copy_ok()
+
+
+@bad_input("num_warps over the threadgroup limit", given="num_warps=64 (2048 threads)",
+           raises="triton.runtime.errors.OutOfResources", says="Metal allows at most 32 warps per threadgroup")
+def test_num_warps_64(mps_driver, bad):
+    x, y = _inputs()
+    with bad.expect():
+        shifted_copy[(2,)](x, y, 100, 0, BLOCK=64, num_warps=64)
+    _copy_ok()
+
+
+@triton.jit
+def tile_transpose(x_ptr, y_ptr, n, B: tl.constexpr):
+    r = tl.arange(0, B)
+    m = (r[:, None] < n) & (r[None, :] < n)
+    x = tl.load(x_ptr + r[:, None] * n + r[None, :], mask=m, other=0.0)
+    tl.store(y_ptr + r[:, None] * n + r[None, :], tl.trans(x), mask=m)
+
+
+@bad_input("threadgroup memory over 32 KiB (Triton)", given="a 128x128 float tile through tl.trans (64 KiB)",
+           raises="triton.runtime.errors.OutOfResources", says="shared memory")
+def test_threadgroup_memory_over_limit(mps_driver, bad):
+    x = torch.randn(100, 100)
+    y = torch.full_like(x, float("nan"))
+    with bad.expect() as info:
+        tile_transpose[(1,)](x, y, 100, B=128)
+    assert info.value.required > 32768 and info.value.limit == 32768
+    k = tile_transpose.warmup(x, y, 100, B=128, grid=(1,))  # compiles fine: the limit is a load-time check
+    assert k.metadata.shared > 32768
+    tile_transpose[(1,)](x, y, 100, B=64)  # a tile that fits works (the 64x64 corner)
+    torch.testing.assert_close(y[:64, :64], x[:64, :64].T, rtol=0, atol=0)
+
+
+@bad_input("huge block", given="BLOCK=2**20 (Triton's largest) with num_warps=4: 8192 elements per thread",
+           raises="triton_mps.compiler.errors.CompilationError",
+           says="puts 8192 elements in each of the 128 threads (num_warps=4); the mps backend allows at most 1024")
+def test_huge_block(mps_driver, bad):
+    # Rejected before any MSL is written (the unrolled MSL would take minutes to compile;
+    # the limit and its measurements: compiler/__init__.py MAX_ELEMENTS_PER_THREAD).
+    x, y = _inputs()
+    with bad.expect() as info:
+        shifted_copy[(1,)](x, y, 100, 0, BLOCK=2**20)
+    msg = str(info.value)
+    assert "kernel 'shifted_copy'" in msg and "use a smaller block (at most 131072 elements" in msg
+    assert "test_triton_inputs.py:" in msg  # the Python line of the tensor
+    _copy_ok()
