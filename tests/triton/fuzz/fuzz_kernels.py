@@ -42,6 +42,7 @@ FAMILIES = ("ew1d", "ew2d", "reduce", "scan")
 REDUCTIONS = ("sum", "max", "min", "argmax", "argmin")
 INT_LITERALS = (0, 1, 2, 3, 5, 7, 100, 1000, -1, -3, -100)
 FLOAT_LITERALS = (0.5, 1.5, -2.0, 3.0, 0.25, -0.75, 1024.0, 0.0, -0.0)
+SCALAR_TYPES = (I32, TYPES["int64"], F32)
 
 
 @dataclass(eq=False)
@@ -61,7 +62,7 @@ class Node:
 @dataclass
 class Slot:
     ty: Ty
-    shape: str  # "1d", "full", "row" ([BM, 1]), "col" ([1, BN])
+    shape: str  # "1d", "full", "fullT" (column-major), "row" ([BM, 1]), "col" ([1, BN]), "scalar" (an argument)
 
 
 @dataclass
@@ -76,10 +77,14 @@ class KernelSpec:
     specialize: bool
     reduce_op: str | None = None
     axis: int | None = None
+    reverse: bool = False
     meta: dict = field(default_factory=dict)
 
     def __repr__(self) -> str:  # hypothesis prints this on failure: the kernel source is the useful part
         return f"KernelSpec(family={self.family!r}, num_warps={self.num_warps})\n{self.source}"
+
+    def _repr_pretty_(self, p, cycle) -> None:  # hypothesis' printer: the source, not the tree
+        p.text(repr(self))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -94,17 +99,18 @@ class ExprBuilder:
         self.slots: list[Slot] = []
         self.leaves: list[Node] = []
         self.lines: list[str] = []
+        self.budget = 0  # operations left to draw: keeps the trees (and hypothesis' draws) bounded
 
     # -- choices
     def pick(self, seq):
-        from hypothesis import strategies as st
+        # Hypothesis draws small integers far more often than large ones (and sampled_from was
+        # seen to skip the last of three strings in these long draw sequences): scale a wide
+        # draw instead, so that every choice is about equally likely; shrinking still goes to seq[0].
+        seq = list(seq)
+        return seq[self.integer(0, 1023) * len(seq) // 1024]
 
-        return self.draw(st.sampled_from(list(seq)))
-
-    def coin(self, p_true_hint: bool = False) -> bool:
-        from hypothesis import strategies as st
-
-        return self.draw(st.booleans())
+    def coin(self) -> bool:
+        return self.integer(0, 1023) >= 512
 
     def integer(self, lo: int, hi: int) -> int:
         from hypothesis import strategies as st
@@ -120,8 +126,9 @@ class ExprBuilder:
     def leaf(self) -> Node:
         if self.leaves and (len(self.slots) >= self.max_slots or self.coin()):
             return self.pick(self.leaves)
-        ty = self.pick(STORABLE)
         shape = self.pick(self.shapes) if len(self.slots) else self.shapes[0]
+        # a runtime scalar argument: Triton types it by value (int32, int64 beyond int32, float32)
+        ty = self.pick(SCALAR_TYPES if shape == "scalar" else STORABLE)
         self.slots.append(Slot(ty, shape))
         node = Node(f"x{len(self.slots) - 1}", ty, slot=len(self.slots) - 1)
         self.leaves.append(node)
@@ -149,8 +156,9 @@ class ExprBuilder:
         return self.cast(node, self.pick([t for t in STORABLE]))
 
     def expr(self, depth: int) -> Node:
-        if depth <= 0:
+        if depth <= 0 or self.budget <= 0:
             return self.leaf()
+        self.budget -= 1
         what = self.pick(["leaf", "unary", "binary", "binary", "binary", "where", "cast"])
         if what == "leaf":
             return self.leaf()
@@ -202,6 +210,9 @@ class ExprBuilder:
                 return convert(x, src, dst), ~((x >= lo) & (x <= hi))  # never set: checked by the model
 
             return self.emit(f"{a.name}.to({dst.tl})", dst, (a,), f2i)
+        if src.name == "float32" and dst.name in ("float16", "bfloat16") and self.coin():
+            return self.emit(f"{a.name}.to({dst.tl}, fp_downcast_rounding='rtz')", dst, (a,),
+                             lambda x: (round_float(x, dst, rtz=True), None))
         return self.emit(f"{a.name}.to({dst.tl})", dst, (a,), lambda x: (convert(x, src, dst), None))
 
     def bitcast(self, a: Node, dst: Ty) -> Node:
@@ -236,15 +247,13 @@ class ExprBuilder:
                 return self.binary_op(self.pick(["&", "|", "^"]), a, b)
             a = self.numeric(a)
         b = self.literal_for(a.ty) if self.coin() else self.numeric(self.expr(depth - 1))
-        ops = ["+", "-", "*", "min", "max", "/", "%"]
-        ints = a.ty.is_int and b.ty.is_int
+        ints = a.ty.is_int and (b.ty.is_int and not isinstance(b.literal, float))
         same_sign = b.is_literal or a.ty.kind == b.ty.kind
-        if not same_sign and (ints or (a.ty.is_int and b.ty.is_int)):
-            ops = [o for o in ops if o not in ("/", "%")]
-        if ints:
-            ops += ["&", "|", "^", "<<", ">>"] + (["//"] if same_sign else [])
-        if b.is_literal and isinstance(b.literal, float) and a.ty.is_int:
-            ops = [o for o in ops if o not in ("&", "|", "^", "<<", ">>", "//")]
+        # a category first, so that rarer operations (shifts, integer division) are drawn often
+        categories = {"arith": ["+", "-", "*"], "minmax": ["min", "max"],
+                      "div": (["/", "%"] if same_sign or not ints else []) + (["//"] if ints and same_sign else []),
+                      "bitwise": ["&", "|", "^"] if ints else [], "shift": ["<<", ">>"] if ints else []}
+        ops = categories[self.pick([c for c, o in categories.items() if o])]
         return self.binary_op(self.pick(ops), a, b)
 
     def safe_divisor(self, b: Node) -> Node:
@@ -374,31 +383,34 @@ def minmax_type(t: Ty) -> Ty:
     return t
 
 
-def build_kernel(draw, family: str | None = None, max_depth: int = 4) -> KernelSpec:
+def build_kernel(draw, family: str | None = None, max_depth: int = 5, max_ops: int = 12) -> KernelSpec:
     from hypothesis import strategies as st
 
     family = family or draw(st.sampled_from(FAMILIES))
     num_warps = draw(st.sampled_from([1, 2, 4]))
     specialize = draw(st.booleans())
-    depth = draw(st.integers(1, max_depth))
+    depth = draw(st.integers(2, max_depth))
     if family == "ew1d":
-        shapes: tuple[str, ...] = ("1d",)
+        shapes: tuple[str, ...] = ("1d", "1d", "1d", "scalar")
         block: tuple[int, ...] = (draw(st.sampled_from(_pow2(4, 10))),)
     else:
-        shapes = ("full", "full", "row", "col")
+        shapes = ("full", "full", "fullT", "row", "col", "scalar")
         bm = draw(st.sampled_from(_pow2(1, 6)))
         bn = draw(st.sampled_from([b for b in _pow2(1, 6) if 16 <= bm * b <= 2048] or [16]))
         block = (bm, bn)
     g = ExprBuilder(draw, shapes, max_slots=draw(st.integers(1, 4)))
+    g.budget = draw(st.integers(1, max_ops))
     root = g.expr(depth)
     if root.ty.kind == "b":
         root = g.cast(root, TYPES["int8"])
     reduce_op = axis = None
+    reverse = False
     if family in ("reduce", "scan"):
         axis = draw(st.integers(0, 1))
         reduce_op = draw(st.sampled_from(REDUCTIONS)) if family == "reduce" else "cumsum"
+        reverse = family == "scan" and draw(st.booleans())
     lines = g.lines
-    src = _kernel_source(family, g.slots, lines, root, block, reduce_op, axis, specialize)
+    src = _kernel_source(family, g.slots, lines, root, block, reduce_op, axis, specialize, reverse)
     out_ty = root.ty
     if reduce_op in ("sum", "cumsum"):
         out_ty = sum_type(root.ty)
@@ -406,7 +418,7 @@ def build_kernel(draw, family: str | None = None, max_depth: int = 4) -> KernelS
         out_ty = minmax_type(root.ty)
     elif reduce_op in ("argmax", "argmin"):
         out_ty = I32
-    return KernelSpec(family, src, g.slots, out_ty, root, block, num_warps, specialize, reduce_op, axis)
+    return KernelSpec(family, src, g.slots, out_ty, root, block, num_warps, specialize, reduce_op, axis, reverse)
 
 
 def _neutral(op: str, t: Ty) -> str:
@@ -419,11 +431,12 @@ def _neutral(op: str, t: Ty) -> str:
     return str(lo if low else hi)
 
 
-def _kernel_source(family, slots, lines, root, block, reduce_op, axis, specialize) -> str:
+def _kernel_source(family, slots, lines, root, block, reduce_op, axis, specialize, reverse) -> str:
     one_d = family == "ew1d"
     params = [f"in{i}" for i in range(len(slots))] + ["out"] + (["n"] if one_d else ["M", "N"])
     consts = ["BLOCK: tl.constexpr"] if one_d else ["BM: tl.constexpr", "BN: tl.constexpr"]
-    deco = "@triton.jit" if specialize else f"@triton.jit(do_not_specialize={['n'] if one_d else ['M', 'N']!r})"
+    plain = (["n"] if one_d else ["M", "N"]) + [f"in{i}" for i, s in enumerate(slots) if s.shape == "scalar"]
+    deco = "@triton.jit" if specialize else f"@triton.jit(do_not_specialize={plain!r})"
     body = []
     if one_d:
         body += ["offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)", "mask = offs < n"]
@@ -436,10 +449,14 @@ def _kernel_source(family, slots, lines, root, block, reduce_op, axis, specializ
         other = ""
         if i % 2 == 1:  # some loads with `other`, some without (masked lanes are never stored)
             other = ", other=1.0" if s.ty.is_float else ", other=1"
-        if s.shape == "1d":
+        if s.shape == "scalar":
+            body.append(f"x{i} = in{i}")
+        elif s.shape == "1d":
             body.append(f"x{i} = tl.load(in{i} + offs, mask=mask{other})")
         elif s.shape == "full":
             body.append(f"x{i} = tl.load(in{i} + offs_m[:, None] * N + offs_n[None, :], mask=mask{other})")
+        elif s.shape == "fullT":
+            body.append(f"x{i} = tl.load(in{i} + offs_m[:, None] + offs_n[None, :] * M, mask=mask{other})")
         elif s.shape == "row":
             body.append(f"x{i} = tl.load(in{i} + offs_m, mask=mask_m{other})[:, None]")
         else:
@@ -452,8 +469,9 @@ def _kernel_source(family, slots, lines, root, block, reduce_op, axis, specializ
         body.append(f"r = tl.broadcast_to({r}, (BM, BN))")
         if family == "ew2d":
             body.append("tl.store(out + offs_m[:, None] * N + offs_n[None, :], r, mask=mask)")
-        elif family == "scan":
-            body.append(f"r = tl.cumsum(r, axis={axis})")
+        elif family == "scan":  # masked lanes would enter a reverse scan: zero them
+            body.append("r = tl.where(mask, r, 0)")
+            body.append(f"r = tl.cumsum(r, axis={axis}{', reverse=True' if reverse else ''})")
             body.append("tl.store(out + offs_m[:, None] * N + offs_n[None, :], r, mask=mask)")
         else:
             body.append(f"r = tl.where(mask, r, {_neutral(reduce_op, root.ty)})")
@@ -506,6 +524,17 @@ def random_values(rng: np.random.Generator, t: Ty, shape) -> np.ndarray:
     sp = rng.choice(specials, size=size)
     v = np.where(kind == 0, mant, np.where(kind == 1, ints, np.where(kind == 2, wide, sp)))
     return round_float(v, t).reshape(shape)
+
+
+def random_scalar(rng: np.random.Generator, t: Ty) -> np.ndarray:
+    """A scalar argument's value, in the range for which Triton gives it type t."""
+    if t.is_float:
+        return random_values(rng, t, (1,)).reshape(())
+    if t.bits == 32:
+        v = int(rng.choice([rng.integers(-(2**31), 2**31), rng.integers(-4, 5), 1, 16, -(2**31), 2**31 - 1]))
+    else:
+        v = int(rng.integers(2**31, 2**63)) * int(rng.choice([-1, 1]))
+    return np.asarray(v, dtype=t.np)
 
 
 def _fmt(t: Ty):
@@ -579,7 +608,10 @@ def draw_case(spec: KernelSpec, rng: np.random.Generator) -> Case:
         sizes = (m, n)
     inputs = []
     for s in spec.slots:
-        shape = {"1d": sizes, "full": sizes, "row": (sizes[0], 1), "col": (1, sizes[-1])}[s.shape]
+        if s.shape == "scalar":
+            inputs.append(random_scalar(rng, s.ty))
+            continue
+        shape = {"1d": sizes, "full": sizes, "fullT": sizes, "row": (sizes[0], 1), "col": (1, sizes[-1])}[s.shape]
         inputs.append(random_values(rng, s.ty, shape))
     return Case(sizes, inputs, lead=int(rng.random() < 0.2))
 
@@ -603,17 +635,18 @@ def reference(spec: KernelSpec, case: Case) -> tuple[np.ndarray, np.ndarray, np.
             s = sum_type(t)
             if s.is_int:
                 x = convert(v, t, s)
-                res = np.cumsum(x, axis=axis, dtype=s.np) if op == "cumsum" else np.sum(x, axis=axis, dtype=s.np)
-                undef = np.cumsum(u, axis=axis) > 0 if op == "cumsum" else line_undef
+                res = _cumsum(spec)(x, axis=axis, dtype=s.np) if op == "cumsum" else np.sum(x, axis=axis, dtype=s.np)
+                undef = _cumsum(spec)(u, axis=axis) > 0 if op == "cumsum" else line_undef
                 return res, undef, None, False
-            acc = np.cumsum if op == "cumsum" else np.sum
+            acc = _cumsum(spec) if op == "cumsum" else np.sum
             exact = acc(v, axis=axis)
             mag = acc(np.where(np.isfinite(v), np.abs(v), 0.0), axis=axis)
-            count = np.cumsum(np.ones(shape), axis=axis) if op == "cumsum" else shape[axis]
-            nonfinite = (np.cumsum(~np.isfinite(v), axis=axis) if op == "cumsum" else (~np.isfinite(v)).sum(axis=axis)) > 0
+            count = _cumsum(spec)(np.ones(shape), axis=axis) if op == "cumsum" else shape[axis]
+            nonfinite = (_cumsum(spec)(~np.isfinite(v), axis=axis) if op == "cumsum" else
+                         (~np.isfinite(v)).sum(axis=axis)) > 0
             # any partial sum may overflow when the magnitudes come near the largest finite value
             overflow = mag * (1 + (count + 1) * unit_roundoff(s)) >= max_finite(s)
-            undef = (np.cumsum(u, axis=axis) > 0 if op == "cumsum" else line_undef) | overflow
+            undef = (_cumsum(spec)(u, axis=axis) > 0 if op == "cumsum" else line_undef) | overflow
             tol = np.where(nonfinite, 0.0, (count + 1) * unit_roundoff(s) * mag + 2.0 ** (_fmt(s)[1] - _fmt(s)[0] + 1))
             return round_float(exact, s), undef, tol, False
         if op in ("max", "min"):
@@ -636,6 +669,18 @@ def reference(spec: KernelSpec, case: Case) -> tuple[np.ndarray, np.ndarray, np.
         return res, line_undef, None, False
 
 
+def _cumsum(spec: KernelSpec):
+    """np.cumsum, or the reverse (suffix) sums of tl.cumsum(reverse=True)."""
+    if not spec.reverse:
+        return np.cumsum
+
+    def rev(x, axis, dtype=None):
+        x = np.broadcast_to(x, np.broadcast_shapes(np.shape(x)))
+        return np.flip(np.cumsum(np.flip(x, axis), axis=axis, dtype=dtype), axis)
+
+    return rev
+
+
 def run_case(spec: KernelSpec, case: Case) -> str | None:
     """Launch the kernel on one case; a description of the mismatch, or None."""
     import triton
@@ -643,7 +688,10 @@ def run_case(spec: KernelSpec, case: Case) -> str | None:
     fn = jit_function(spec.source)
     args = []
     for s, x in zip(spec.slots, case.inputs, strict=True):
-        _, view = to_torch(x, s.ty, case.lead, 3)
+        if s.shape == "scalar":
+            args.append(float(x) if s.ty.is_float else int(x))
+            continue
+        _, view = to_torch(x.T if s.shape == "fullT" else x, s.ty, case.lead, 3)  # fullT: column-major
         args.append(view)
     expected, undef, tol, signed_zero = reference(spec, case)
     out_buf, out = to_torch(np.zeros(expected.size, dtype=np.float64 if spec.out_ty.is_float else spec.out_ty.np),

@@ -99,8 +99,9 @@ def computation_type(a: Ty, a_scalar: bool, b: Ty, b_scalar: bool, div_or_mod: b
 
 # ---- exact rounding and conversions ------------------------------------------------------------
 
-def round_float(x: np.ndarray, t: Ty) -> np.ndarray:
-    """Round float64 values to the nearest value of float type t (ties to even), as float64."""
+def round_float(x: np.ndarray, t: Ty, rtz: bool = False) -> np.ndarray:
+    """Round float64 values to float type t: to nearest, ties to even (overflow to inf), or with
+    `rtz` toward zero (overflow to the largest finite value)."""
     x = np.asarray(x, dtype=np.float64)
     p, emin, emax = FMT[t.name]
     out = x.copy()
@@ -108,8 +109,9 @@ def round_float(x: np.ndarray, t: Ty) -> np.ndarray:
     v = x[sel]
     _, e = np.frexp(v)  # v = m * 2**e with 0.5 <= |m| < 1
     scale = np.maximum(e - 1, emin) - (p - 1)
-    y = np.ldexp(np.rint(np.ldexp(v, -scale)), scale)
-    out[sel] = np.where(np.abs(y) > max_finite(t), np.copysign(np.inf, y), y)
+    y = np.ldexp((np.trunc if rtz else np.rint)(np.ldexp(v, -scale)), scale)
+    big = np.copysign(max_finite(t) if rtz else np.inf, y)
+    out[sel] = np.where(np.abs(y) > max_finite(t), big, y)
     return out
 
 
@@ -152,7 +154,7 @@ def convert(x: np.ndarray, src: Ty, dst: Ty) -> np.ndarray:
     # checks the defined ones), which are clipped here only to keep numpy quiet
     y = np.trunc(np.where(np.isfinite(x), x, 0.0))
     lo, hi = dst.int_range()
-    return np.clip(y, max(lo, -(2.0**63)), min(hi, 2.0**62)).astype(dst.np)
+    return np.clip(y, max(lo, -(2.0**63)), min(hi, 2.0**63 - 1024)).astype(dst.np)  # largest float64 < 2**63
 
 
 _UNSIGNED = {8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}
