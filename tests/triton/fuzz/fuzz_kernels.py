@@ -62,7 +62,9 @@ class Node:
 @dataclass
 class Slot:
     ty: Ty
-    shape: str  # "1d", "full", "fullT" (column-major), "row" ([BM, 1]), "col" ([1, BN]), "scalar" (an argument)
+    # "1d", "full", "fullT" (column-major), "trans" (column-major loaded as [BN, BM], then tl.trans),
+    # "row" ([BM, 1]), "col" ([1, BN]), "scalar" (an argument)
+    shape: str
 
 
 @dataclass
@@ -100,6 +102,7 @@ class ExprBuilder:
         self.leaves: list[Node] = []
         self.lines: list[str] = []
         self.budget = 0  # operations left to draw: keeps the trees (and hypothesis' draws) bounded
+        self.axis: int | None = None  # reduce/scan kernels: inner reductions over this axis are allowed
 
     # -- choices
     def pick(self, seq):
@@ -159,9 +162,12 @@ class ExprBuilder:
         if depth <= 0 or self.budget <= 0:
             return self.leaf()
         self.budget -= 1
-        what = self.pick(["leaf", "unary", "binary", "binary", "binary", "where", "cast"])
+        what = self.pick(["leaf", "unary", "binary", "binary", "binary", "where", "cast"] +
+                         (["reduce"] if self.axis is not None else []))
         if what == "leaf":
             return self.leaf()
+        if what == "reduce":
+            return self.inner_reduce(self.numeric(self.expr(depth - 1)))
         if what == "unary":
             return self.unary(self.expr(depth - 1))
         if what == "cast":
@@ -183,6 +189,29 @@ class ExprBuilder:
         return self.compare(self.pick(["<", "<=", ">", ">=", "==", "!="]), a, b)
 
     # -- operations
+    def inner_reduce(self, a: Node) -> Node:
+        """A reduction over the kernel's axis kept as a [BM, 1] / [1, BN] tensor that broadcasts
+        back (softmax-like); float sums are excluded here, their rounding would need tolerances
+        through the rest of the tree."""
+        op = self.pick(["max", "min", "argmax", "argmin"] + (["sum"] if not a.ty.is_float else []))
+        axis = self.axis
+        r = {"sum": sum_type, "max": minmax_type, "min": minmax_type}.get(op, lambda t: I32)(a.ty)
+        t = a.ty
+
+        def red(x, env):
+            v, u = np.broadcast_to(x[0], env["sizes"]), np.broadcast_to(x[1], env["sizes"])
+            undef = u.any(axis=axis, keepdims=True)
+            if op == "sum":
+                return np.sum(convert(v, t, r), axis=axis, dtype=r.np, keepdims=True), undef
+            if op in ("max", "min"):
+                return _minmax(op, convert(v, t, r), axis, env["pad"], keepdims=True), undef
+            res, nan = _argext(op, v, t, axis)
+            return np.expand_dims(res, axis), undef | np.expand_dims(nan, axis)
+
+        red.env = True
+        text = f"tl.{op}(tl.where(mask, {a.name}, {_neutral(op, t)}), axis={axis}, keep_dims=True)"
+        return self.emit(text, r, (a,), red)
+
     def unary(self, a: Node) -> Node:
         if a.ty.kind == "b":
             return self.emit(f"~{a.name}", a.ty, (a,), lambda x: (~x, None))
@@ -348,7 +377,10 @@ def evaluate(node: Node, env: dict, memo: dict) -> Val:
         out = env[node.slot], np.asarray(False)
     else:
         vals = [evaluate(d, env, memo) for d in node.deps]
-        value, extra = node.fn(*(v for v, _ in vals))
+        if getattr(node.fn, "env", False):  # an inner reduction sees values and undefined masks
+            value, extra = node.fn(vals[0], env)
+        else:
+            value, extra = node.fn(*(v for v, _ in vals))
         if getattr(node.fn, "where", False):
             c = vals[0][0]
             undef = vals[0][1] | np.where(c, vals[1][1], vals[2][1])
@@ -394,19 +426,20 @@ def build_kernel(draw, family: str | None = None, max_depth: int = 5, max_ops: i
         shapes: tuple[str, ...] = ("1d", "1d", "1d", "scalar")
         block: tuple[int, ...] = (draw(st.sampled_from(_pow2(4, 10))),)
     else:
-        shapes = ("full", "full", "fullT", "row", "col", "scalar")
+        shapes = ("full", "full", "fullT", "trans", "row", "col", "scalar")
         bm = draw(st.sampled_from(_pow2(1, 6)))
         bn = draw(st.sampled_from([b for b in _pow2(1, 6) if 16 <= bm * b <= 2048] or [16]))
         block = (bm, bn)
     g = ExprBuilder(draw, shapes, max_slots=draw(st.integers(1, 4)))
     g.budget = draw(st.integers(1, max_ops))
-    root = g.expr(depth)
-    if root.ty.kind == "b":
-        root = g.cast(root, TYPES["int8"])
     reduce_op = axis = None
     reverse = False
     if family in ("reduce", "scan"):
-        axis = draw(st.integers(0, 1))
+        axis = g.axis = draw(st.integers(0, 1))
+    root = g.expr(depth)
+    if root.ty.kind == "b":
+        root = g.cast(root, TYPES["int8"])
+    if family in ("reduce", "scan"):
         reduce_op = draw(st.sampled_from(REDUCTIONS)) if family == "reduce" else "cumsum"
         reverse = family == "scan" and draw(st.booleans())
     lines = g.lines
@@ -455,6 +488,9 @@ def _kernel_source(family, slots, lines, root, block, reduce_op, axis, specializ
             body.append(f"x{i} = tl.load(in{i} + offs, mask=mask{other})")
         elif s.shape == "full":
             body.append(f"x{i} = tl.load(in{i} + offs_m[:, None] * N + offs_n[None, :], mask=mask{other})")
+        elif s.shape == "trans":
+            body.append(f"x{i} = tl.trans(tl.load(in{i} + offs_n[:, None] * M + offs_m[None, :], "
+                        f"mask=mask_n[:, None] & mask_m[None, :]{other}))")
         elif s.shape == "fullT":
             body.append(f"x{i} = tl.load(in{i} + offs_m[:, None] + offs_n[None, :] * M, mask=mask{other})")
         elif s.shape == "row":
@@ -611,14 +647,16 @@ def draw_case(spec: KernelSpec, rng: np.random.Generator) -> Case:
         if s.shape == "scalar":
             inputs.append(random_scalar(rng, s.ty))
             continue
-        shape = {"1d": sizes, "full": sizes, "fullT": sizes, "row": (sizes[0], 1), "col": (1, sizes[-1])}[s.shape]
+        shape = {"row": (sizes[0], 1), "col": (1, sizes[-1])}.get(s.shape, sizes)
         inputs.append(random_values(rng, s.ty, shape))
     return Case(sizes, inputs, lead=int(rng.random() < 0.2))
 
 
 def reference(spec: KernelSpec, case: Case) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, bool]:
     """(expected, undefined, tolerance or None for exact, signed zeros compared)."""
-    env = dict(enumerate(case.inputs))
+    env: dict = dict(enumerate(case.inputs))
+    env["sizes"] = case.sizes
+    env["pad"] = spec.axis is not None and case.sizes[spec.axis] < spec.block[spec.axis]
     with np.errstate(all="ignore"):
         v, u = evaluate(spec.root, env, {})
         shape = case.sizes
@@ -650,23 +688,28 @@ def reference(spec: KernelSpec, case: Case) -> tuple[np.ndarray, np.ndarray, np.
             tol = np.where(nonfinite, 0.0, (count + 1) * unit_roundoff(s) * mag + 2.0 ** (_fmt(s)[1] - _fmt(s)[0] + 1))
             return round_float(exact, s), undef, tol, False
         if op in ("max", "min"):
-            s = minmax_type(t)
-            x = convert(v, t, s)
-            if s.is_float:
-                res = (np.fmax if op == "max" else np.fmin).reduce(x, axis=axis)
-                if pad:
-                    res = (np.fmax if op == "max" else np.fmin)(res, -np.inf if op == "max" else np.inf)
-            else:
-                res = x.max(axis=axis) if op == "max" else x.min(axis=axis)
-            return res, line_undef, None, False
-        # argmax / argmin: first index of the extreme; over NaNs the combine order decides
-        if t.is_float:
-            line_undef = line_undef | np.isnan(v).any(axis=axis)
-            x = np.where(np.isnan(v), 0.0, v)
-        else:
-            x = v.astype(np.int64) if t.kind == "i" or t.bits < 64 else v
-        res = (np.argmax(x, axis=axis) if op == "argmax" else np.argmin(x, axis=axis)).astype(np.int32)
-        return res, line_undef, None, False
+            return _minmax(op, convert(v, t, minmax_type(t)), axis, pad), line_undef, None, False
+        res, nan = _argext(op, v, t, axis)
+        return res, line_undef | nan, None, False
+
+
+def _minmax(op: str, x: np.ndarray, axis: int, pad: bool, keepdims: bool = False) -> np.ndarray:
+    """tl.max / tl.min over an axis of values already widened (maxnum/minnum for floats); `pad`:
+    the block has masked lanes along the axis, which hold the neutral -inf / +inf."""
+    if x.dtype.kind == "f":
+        fn = np.fmax if op == "max" else np.fmin
+        res = fn.reduce(x, axis=axis, keepdims=keepdims)
+        return fn(res, -np.inf if op == "max" else np.inf) if pad else res
+    return x.max(axis=axis, keepdims=keepdims) if op == "max" else x.min(axis=axis, keepdims=keepdims)
+
+
+def _argext(op: str, v: np.ndarray, t: Ty, axis: int) -> tuple[np.ndarray, np.ndarray]:
+    """tl.argmax / tl.argmin (first index of the extreme) and where it is undefined: over NaNs
+    the combine order decides."""
+    nan = np.isnan(v).any(axis=axis) if t.is_float else np.zeros(np.delete(v.shape, axis), bool)
+    x = np.where(np.isnan(v), 0.0, v) if t.is_float else v
+    res = np.argmax(x, axis=axis) if op == "argmax" else np.argmin(x, axis=axis)
+    return res.astype(np.int32), nan
 
 
 def _cumsum(spec: KernelSpec):
@@ -691,7 +734,7 @@ def run_case(spec: KernelSpec, case: Case) -> str | None:
         if s.shape == "scalar":
             args.append(float(x) if s.ty.is_float else int(x))
             continue
-        _, view = to_torch(x.T if s.shape == "fullT" else x, s.ty, case.lead, 3)  # fullT: column-major
+        _, view = to_torch(x.T if s.shape in ("fullT", "trans") else x, s.ty, case.lead, 3)  # column-major
         args.append(view)
     expected, undef, tol, signed_zero = reference(spec, case)
     out_buf, out = to_torch(np.zeros(expected.size, dtype=np.float64 if spec.out_ty.is_float else spec.out_ty.np),
