@@ -117,7 +117,8 @@ def round_float(x: np.ndarray, t: Ty, rtz: bool = False) -> np.ndarray:
 
 def _int_to_float(v: np.ndarray, t: Ty) -> np.ndarray:
     """Exact (single rounding) conversion of integers to float type t."""
-    v = np.asarray(v)
+    shape = np.shape(v)
+    v = np.atleast_1d(v)
     wide = v.astype(np.float64)
     big = np.abs(v.astype(np.float64)) >= 2.0**53 if v.dtype.kind == "i" else v.astype(np.float64) >= 2.0**53
     if big.any():  # float64 itself would round: round the Python integer to p bits directly
@@ -133,7 +134,7 @@ def _int_to_float(v: np.ndarray, t: Ty) -> np.ndarray:
                     q += 1
                 m = q << shift
             wide[idx] = sign * float(m)
-    return round_float(wide, t)
+    return round_float(wide, t).reshape(shape)
 
 
 def convert(x: np.ndarray, src: Ty, dst: Ty) -> np.ndarray:
