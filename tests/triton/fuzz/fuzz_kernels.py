@@ -544,15 +544,18 @@ def jit_function(source: str):
 
 
 def random_values(rng: np.random.Generator, t: Ty, shape) -> np.ndarray:
+    """Fresh inputs of type t: a mix of ordinary values, small integers, edge values and "ties"
+    (values one step from, or exactly on, a rounding tie of a narrower float type: they catch
+    double rounding in conversions)."""
     size = int(np.prod(shape))
-    kind = rng.choice(4, size=size, p=[0.55, 0.25, 0.1, 0.1])
+    kind = rng.choice(5, size=size, p=[0.45, 0.2, 0.1, 0.1, 0.15])
     if t.is_int:
         lo, hi = t.int_range()
         full = rng.integers(lo, hi, size=size, endpoint=True, dtype=t.np)
         small = rng.integers(max(lo, -4), 4, size=size, endpoint=True).astype(t.np)
         edges = np.array([lo, hi, 0, 1, max(lo, -1), hi - 1, lo + 1], dtype=t.np)
         edge = rng.choice(edges, size=size)
-        v = np.where(kind == 0, full, np.where(kind == 1, small, edge))
+        v = np.where(kind == 0, full, np.where(kind == 1, small, np.where(kind == 4, _int_ties(rng, t, size), edge)))
         return v.reshape(shape)
     _, emin, emax = _fmt(t)
     mant = rng.standard_normal(size) * np.exp2(rng.integers(-4, 5, size=size))
@@ -562,7 +565,28 @@ def random_values(rng: np.random.Generator, t: Ty, shape) -> np.ndarray:
                          2.0 ** (emin - 3), -(2.0**emin), 1.0, -1.0])
     sp = rng.choice(specials, size=size)
     v = np.where(kind == 0, mant, np.where(kind == 1, ints, np.where(kind == 2, wide, sp)))
+    p = _fmt(t)[0]
+    if p > 8:  # ties of bfloat16 (and of float16 in float32)
+        q = rng.choice([8, 11] if p > 11 else [8], size=size)
+        m = (rng.integers(1 << q, 1 << (q + 1), size=size) | 1).astype(np.float64)  # q+1 bits, odd
+        step = rng.integers(-1, 2, size=size).astype(np.float64)
+        tie = (m * np.exp2(p - q - 1) + step) * np.exp2(rng.integers(-12, 12, size=size) - (p - 1))
+        v = np.where(kind == 4, np.where(rng.random(size) < 0.5, -tie, tie), v)
     return round_float(v, t).reshape(shape)
+
+
+def _int_ties(rng: np.random.Generator, t: Ty, size: int) -> np.ndarray:
+    """Integers on or one away from a tie of float32, float16 or bfloat16 rounding."""
+    lo, hi = t.int_range()
+    q = rng.choice([8, 11, 24], size=size)
+    m = rng.integers(1 << q, 1 << (q + 1), size=size) | 1  # q+1 significant bits, odd: a tie at q bits
+    room = np.maximum(t.bits - (t.kind == "i") - (q + 1), 0)
+    shift = (rng.random(size) * (room + 1)).astype(np.int64)
+    v = [int(a) << int(b) for a, b in zip(m, shift, strict=True)]
+    v = [x + int(d) for x, d in zip(v, rng.integers(-1, 2, size=size), strict=True)]
+    if t.kind == "i":
+        v = [-x if r < 0.5 else x for x, r in zip(v, rng.random(size), strict=True)]
+    return np.array([min(max(x, lo), hi) for x in v], dtype=object).astype(t.np)
 
 
 def random_scalar(rng: np.random.Generator, t: Ty) -> np.ndarray:
