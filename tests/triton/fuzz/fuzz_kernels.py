@@ -415,7 +415,8 @@ def minmax_type(t: Ty) -> Ty:
     return t
 
 
-def build_kernel(draw, family: str | None = None, max_depth: int = 5, max_ops: int = 12) -> KernelSpec:
+def build_kernel(draw, family: str | None = None, max_depth: int = 5, max_ops: int = 12,
+                 max_elems: int = 4096) -> KernelSpec:
     from hypothesis import strategies as st
 
     family = family or draw(st.sampled_from(FAMILIES))
@@ -431,7 +432,7 @@ def build_kernel(draw, family: str | None = None, max_depth: int = 5, max_ops: i
         bn = 1 << draw(st.integers(max(0, 4 - bm.bit_length() + 1), 7))  # at least 16 elements
         block = (bm, bn)
     # at most 64 elements per thread: the MSL is unrolled per element, bigger blocks compile slowly
-    while math.prod(block) > 64 * 32 * num_warps:
+    while math.prod(block) > min(64 * 32 * num_warps, max_elems):
         block = tuple(b // 2 if b == max(block) else b for b in block)
     g = ExprBuilder(draw, shapes, max_slots=draw(st.integers(1, 4)))
     g.budget = draw(st.integers(1, max_ops))

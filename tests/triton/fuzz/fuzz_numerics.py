@@ -184,7 +184,13 @@ def bitcast(x: np.ndarray, src: Ty, dst: Ty) -> tuple[np.ndarray, np.ndarray]:
     undef = np.isnan(x) if src.is_float else np.zeros(np.shape(x), bool)
     u = float_bits(np.where(undef, 0.0, x), src) if src.is_float else x.view(_UNSIGNED[src.bits])
     if dst.is_float:
-        return bits_float(u, dst), undef
+        v = bits_float(u, dst)
+        # A signalling NaN is undefined from here: LLVM lets minnum/maxnum of one return either
+        # a quiet NaN or the other operand, and the model does not track signalling-ness.
+        p = FMT[dst.name][0]
+        quiet_bit = np.asarray(u).astype(np.uint64) >> np.uint64(p - 2) & np.uint64(1)
+        undef = undef | (np.isnan(v) & (quiet_bit == 0))
+        return np.where(np.isnan(v), np.nan, v), undef  # and a quiet NaN in the model
     return u.astype(_UNSIGNED[dst.bits]).view(dst.np), undef
 
 
