@@ -290,7 +290,8 @@ class ExprBuilder:
             return Node("7", I32, literal=7) if b.literal in (0, -1) else b
         t = b.ty
         if t.kind == "u":
-            return self.emit(f"tl.where({b.name} == 0, 7, {b.name})", t, (b,), lambda x: (np.where(x == 0, 7, x).astype(t.np), None))
+            return self.emit(f"tl.where({b.name} == 0, 7, {b.name})", t, (b,),
+                             lambda x: (np.where(x == 0, 7, x).astype(t.np), None))
         return self.emit(f"tl.where(({b.name} == 0) | ({b.name} == -1), 7, {b.name})", t, (b,),
                          lambda x: (np.where((x == 0) | (x == -1), 7, x).astype(t.np), None))
 

@@ -123,7 +123,8 @@ def _int_to_float(v: np.ndarray, t: Ty) -> np.ndarray:
     big = np.abs(v.astype(np.float64)) >= 2.0**53 if v.dtype.kind == "i" else v.astype(np.float64) >= 2.0**53
     if big.any():  # float64 itself would round: round the Python integer to p bits directly
         p = FMT[t.name][0]
-        for idx in zip(*np.nonzero(big)):
+        for idx in np.argwhere(big):
+            idx = tuple(idx)
             m = int(v[idx])
             sign, m = (-1 if m < 0 else 1), abs(m)
             shift = m.bit_length() - p

@@ -57,7 +57,8 @@ def check(spec, seed: int) -> None:
     finally:
         if STATS:
             with open(STATS, "a") as f:
-                f.write(json.dumps({"family": spec.family, "kernel": hashlib.sha1(spec.source.encode()).hexdigest()[:12],
+                kernel = hashlib.sha1(spec.source.encode()).hexdigest()[:12]
+                f.write(json.dumps({"family": spec.family, "kernel": kernel,
                                     "cases": done, "ok": problem is None, "problem": problem,
                                     "source": None if problem is None else spec.source,
                                     "seconds": round(time.perf_counter() - start, 3)}) + "\n")
