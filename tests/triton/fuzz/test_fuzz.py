@@ -16,7 +16,7 @@ import time
 import numpy as np
 import pytest
 from fuzz_kernels import FAMILIES, build_kernel, draw_case, run_case
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 LONG_KERNELS = int(os.environ.get("TMPS_FUZZ_KERNELS", "0"))  # per shard; 0: the quick CI run
@@ -40,7 +40,20 @@ def kernels(draw, family):
     return build_kernel(draw, family, max_ops=8, max_elems=1024)  # the CI sample: smaller, faster compiles
 
 
+def kernel_key(spec) -> str:
+    """What makes a distinct compiled kernel: the source, the argument types, the warps."""
+    what = f"{spec.source}{[(s.ty.name, s.shape) for s in spec.slots]}{spec.num_warps}"
+    return hashlib.sha1(what.encode()).hexdigest()[:12]
+
+
+_seen: set[str] = set()
+
+
 def check(spec, seed: int) -> None:
+    key = kernel_key(spec)
+    if LONG_KERNELS:  # hypothesis often redraws the simplest kernels: spend the budget on new ones
+        assume(key not in _seen)
+        _seen.add(key)
     rng = np.random.default_rng(seed)
     start, done, problem = time.perf_counter(), 0, None
     try:
@@ -57,8 +70,7 @@ def check(spec, seed: int) -> None:
     finally:
         if STATS:
             with open(STATS, "a") as f:
-                kernel = hashlib.sha1(spec.source.encode()).hexdigest()[:12]
-                f.write(json.dumps({"family": spec.family, "kernel": kernel,
+                f.write(json.dumps({"family": spec.family, "kernel": key,
                                     "cases": done, "ok": problem is None, "problem": problem,
                                     "source": None if problem is None else spec.source,
                                     "seconds": round(time.perf_counter() - start, 3)}) + "\n")
