@@ -709,11 +709,33 @@ def int_to_float(ctx, op):
             return f"(float){x}"
         if dst.name == "f16":
             return f"(half){x}"
-        if dst.is_fp8:  # via float: one more rounding, exact whenever the integer fits float's 24 bits
-            return float_to_fp8(ctx, dst, f"(float){x}")
-        return f"(bfloat)(float){x}"  # bfloat from integers via float (Metal converts float->bfloat)
+        # bfloat and fp8 through float (Metal converts float -> bfloat): a 32/64-bit integer
+        # goes to float rounded to odd, so that the second rounding gives the correctly
+        # rounded result (RTNE to float first would round twice: 2**24+2**16+1 -> bfloat)
+        xf = f"(float){x}" if src.bits < 32 else _int_to_float_odd(ctx, x, signed)
+        if dst.is_fp8:
+            return float_to_fp8(ctx, dst, xf)
+        return f"(bfloat){xf}"
 
     _define_map(ctx, op, reg, hint="cvt")
+
+
+def _int_to_float_odd(ctx, x: str, signed: bool) -> str:
+    """An integer (already unsigned when not `signed`) converted to float rounded to odd."""
+    _helper(ctx, "tmps_u64_to_float_odd", """static inline float tmps_u64_to_float_odd(ulong u) {
+  float f = (float)u;  // to nearest even; then: toward zero, and odd when inexact
+  bool big = f >= 18446744073709551616.0f;
+  uint b = as_type<uint>(f);
+  if (big || (ulong)f > u) b -= 1u;
+  if (big || (ulong)f != u) b |= 1u;
+  return as_type<float>(b);
+}""")
+    if not signed:
+        return f"tmps_u64_to_float_odd((ulong){x})"
+    _helper(ctx, "tmps_i64_to_float_odd", """static inline float tmps_i64_to_float_odd(long v) {
+  return v < 0 ? -tmps_u64_to_float_odd(-(ulong)v) : tmps_u64_to_float_odd((ulong)v);
+}""")
+    return f"tmps_i64_to_float_odd((long){x})"
 
 
 @lowers("arith.fptosi", "arith.fptoui")
