@@ -4,6 +4,7 @@ bit (NaN payloads aside), on random values of every kind (fp64_ref.samples)."""
 
 from __future__ import annotations
 
+import math
 import warnings
 
 import numpy as np
@@ -204,3 +205,105 @@ def test_fp64_scalar_argument_and_notice(mps_driver, fresh_cache):
     want = x * s
     assert same_bits(out.cpu().numpy(), want).all(), mismatches(out.cpu().numpy(), want, x)
 
+
+@triton.jit
+def _reduce_scan(x_ptr, sum_ptr, max_ptr, cum_ptr, R, C: tl.constexpr, BR: tl.constexpr):
+    rows = tl.program_id(0) * BR + tl.arange(0, BR)[:, None]
+    cols = tl.arange(0, C)[None, :]
+    m = rows < R
+    x = tl.load(x_ptr + rows * C + cols, mask=m, other=0.0)
+    tl.store(sum_ptr + rows, tl.sum(x, axis=1)[:, None], mask=m)
+    tl.store(max_ptr + rows, tl.max(x, axis=1)[:, None], mask=m)
+    tl.store(cum_ptr + rows * C + cols, tl.cumsum(x, axis=1), mask=m)
+
+
+def _sum_bound(x: np.ndarray) -> np.ndarray:
+    """|error| allowed for a sum of the rows of x in any order (n-1 roundings of partial sums)."""
+    return x.shape[-1] * np.finfo(np.float64).eps * np.abs(x).sum(axis=-1) + 1e-300
+
+
+def test_fp64_reduce_scan(mps_driver):
+    """tt.reduce / tt.scan combine regions in software float64 (tree order): within the bound of
+    n roundings of a float64 sum (a float32 accumulation would be ~1e9 times off)."""
+    rng = np.random.default_rng(5)
+    dev = _dev(mps_driver)
+    R, C = 37, 64
+    x = rng.standard_normal((R, C)) * np.exp2(rng.integers(-20, 20, size=(R, C)).astype(np.float64))
+    sums = torch.full((R,), float("nan"), dtype=torch.float64, device=dev)
+    maxs = torch.full((R,), float("nan"), dtype=torch.float64, device=dev)
+    cums = torch.full((R, C), float("nan"), dtype=torch.float64, device=dev)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        _reduce_scan[(triton.cdiv(R, 8),)](_t(x, dev), sums, maxs, cums, R, C=C, BR=8, num_warps=4)
+    exact = np.array([math.fsum(r) for r in x])
+    assert (np.abs(sums.cpu().numpy() - exact) <= _sum_bound(x)).all()
+    assert np.array_equal(maxs.cpu().numpy(), x.max(axis=1))
+    cum_exact = np.array([[math.fsum(r[: j + 1]) for j in range(C)] for r in x])
+    bound = np.stack([_sum_bound(x[:, : j + 1]) for j in range(C)], axis=1)
+    assert (np.abs(cums.cpu().numpy() - cum_exact) <= bound).all()
+
+
+@triton.jit
+def _dot(a_ptr, b_ptr, c_ptr, out_ptr, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr):
+    rm = tl.arange(0, M)[:, None]
+    rn = tl.arange(0, N)[None, :]
+    rk = tl.arange(0, K)
+    a = tl.load(a_ptr + rm * K + rk[None, :])
+    b = tl.load(b_ptr + rk[:, None] * N + rn)
+    c = tl.load(c_ptr + rm * N + rn)
+    tl.store(out_ptr + rm * N + rn, tl.dot(a, b, c, input_precision="ieee"))
+
+
+@pytest.mark.parametrize("path", ["registers", "scratch"])
+def test_fp64_dot(mps_driver, path, monkeypatch, fresh_cache):
+    """tl.dot on float64: one software fma per k (FMA path), within K roundings of the exact sum;
+    operands from registers, or (forced) through threadgroup memory."""
+    if path == "scratch":
+        from triton_mps.compiler.ops import dot as dot_ops
+
+        monkeypatch.setattr(dot_ops, "_register_plan", lambda *a: None)
+    rng = np.random.default_rng(3)
+    dev = _dev(mps_driver)
+    M, N, K = 16, 32, 16
+    a, b, c = rng.standard_normal((M, K)), rng.standard_normal((K, N)), rng.standard_normal((M, N))
+    out = torch.full((M, N), float("nan"), dtype=torch.float64, device=dev)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        # (another num_warps: a kernel of its own, not the in-memory one of the other path)
+        k = _dot[(1,)](_t(a, dev), _t(b, dev), _t(c, dev), out, M=M, N=N, K=K,
+                       num_warps=2 if path == "registers" else 4)
+    assert f"software float64 FMA {'from registers' if path == 'registers' else 'with operands'}" in k.asm["msl"]
+    terms = np.concatenate([a[:, None, :] * b.T[None, :, :], c[:, :, None]], axis=2)  # (M, N, K+1)
+    exact = np.array([[math.fsum([*(a[i] * b[:, j]), c[i, j]]) for j in range(N)] for i in range(M)])
+    assert (np.abs(out.cpu().numpy() - exact) <= _sum_bound(terms) * 2).all()
+
+
+@triton.jit
+def _atomics(p_ptr, v_ptr, old_ptr, x_ptr, n, NB: tl.constexpr, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    v = tl.load(v_ptr + offs, mask=m)
+    old = tl.atomic_add(p_ptr + offs % NB, v, mask=m)
+    tl.store(old_ptr + offs, old, mask=m)
+    tl.atomic_xchg(x_ptr + offs, v * 2.0, mask=m)
+
+
+def test_fp64_atomics(mps_driver):
+    """tl.atomic_add on float64 under the 64-bit lock table (contended: 7 addresses), xchg."""
+    rng = np.random.default_rng(9)
+    dev = _dev(mps_driver)
+    n, nb = 1000, 7
+    v = rng.random(n) + 0.5  # positive: the olds of one address increase
+    p = torch.zeros(nb, dtype=torch.float64, device=dev)
+    old = torch.full((n,), float("nan"), dtype=torch.float64, device=dev)
+    xs = torch.full((n,), float("nan"), dtype=torch.float64, device=dev)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        _atomics[(triton.cdiv(n, 128),)](p, _t(v, dev), old, xs, n, NB=nb, BLOCK=128)
+    final, olds = p.cpu().numpy(), old.cpu().numpy()
+    for a in range(nb):
+        vs = v[a::nb]
+        assert abs(final[a] - math.fsum(vs)) <= _sum_bound(vs[None, :])[0]
+        seq = np.sort(olds[a::nb])  # a serial order: each old is the previous one plus some v
+        assert seq[0] == 0.0 and len(np.unique(seq)) == len(vs)
+    assert np.array_equal(xs.cpu().numpy(), v * 2.0)
