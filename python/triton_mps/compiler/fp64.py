@@ -447,6 +447,8 @@ _OWNER = {
     "tmps_f64_maxnum": "tmps_f64_minmax", "tmps_f64_minnum": "tmps_f64_minmax",
     "tmps_f64_from_i64": "tmps_f64_from_u64", "tmps_f64_to_i": "tmps_f64_to_int", "tmps_f64_to_u": "tmps_f64_to_int",
     "tmps_f64_round_int": "tmps_f64_rint",
+    "tmps_f64_exp2": "tmps_f64_exp", "tmps_f64_log2": "tmps_f64_log",
+    "tmps_f64_sin": "tmps_f64_sincos", "tmps_f64_cos": "tmps_f64_sincos",
 }
 
 

@@ -4,7 +4,7 @@ library of compiler/fp64.py (values are `ulong` bits). elementwise.py hands an o
 
 from __future__ import annotations
 
-from .. import fp64
+from .. import fp64, fp64_math  # noqa: F401  (fp64_math adds the math functions to fp64.LIB)
 from ..ir import Op
 from ..lowering import LoweringContext
 from ..types import ScalarType, elem_of
@@ -29,8 +29,12 @@ def _args(ctx, op, r) -> list[str]:
 _BINARY = {"arith.addf": "tmps_f64_add", "arith.subf": "tmps_f64_sub", "arith.mulf": "tmps_f64_mul",
            "arith.divf": "tmps_f64_div", "tt.precise_divf": "tmps_f64_div",
            "arith.maximumf": "tmps_f64_maximum", "arith.minimumf": "tmps_f64_minimum",
-           "arith.maxnumf": "tmps_f64_maxnum", "arith.minnumf": "tmps_f64_minnum"}
-_UNARY = {"math.sqrt": "tmps_f64_sqrt", "tt.precise_sqrt": "tmps_f64_sqrt"}
+           "arith.maxnumf": "tmps_f64_maxnum", "arith.minnumf": "tmps_f64_minnum", "arith.remf": "tmps_f64_fmod"}
+_UNARY = {"math.sqrt": "tmps_f64_sqrt", "tt.precise_sqrt": "tmps_f64_sqrt",
+          # within 1 ulp (fp64_math.py)
+          "math.exp": "tmps_f64_exp", "math.exp2": "tmps_f64_exp2", "math.log": "tmps_f64_log",
+          "math.log2": "tmps_f64_log2", "math.sin": "tmps_f64_sin", "math.cos": "tmps_f64_cos",
+          "math.erf": "tmps_f64_erf", "math.rsqrt": "tmps_f64_rsqrt"}
 _ROUND = {"math.trunc": 0, "math.floor": 1, "math.ceil": 2, "math.round": 3, "math.roundeven": 4}
 
 
@@ -44,9 +48,6 @@ def lower(ctx: LoweringContext, op: Op) -> None:
     elif name in _UNARY:
         fn = _UNARY[name]
         _define(ctx, op, lambda r: fp64.call(ctx, fn, *_args(ctx, op, r)), short)
-    elif name == "math.rsqrt":
-        _define(ctx, op, lambda r: fp64.call(ctx, "tmps_f64_div", fp64.literal(1.0),
-                                             fp64.call(ctx, "tmps_f64_sqrt", ctx.expr(op.operands[0], r))), short)
     elif name == "math.fma":
         _define(ctx, op, lambda r: fp64.call(ctx, "tmps_f64_fma", *_args(ctx, op, r)), short)
     elif name in _ROUND:
