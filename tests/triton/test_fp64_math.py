@@ -10,6 +10,7 @@ import numpy as np
 import torch
 import triton
 import triton.language as tl
+from triton.language.extra import libdevice
 from fp64_ref import SPECIALS, mismatches, same_bits, samples
 
 N = 1500
@@ -104,3 +105,43 @@ def test_fp64_math_functions(mps_driver):
     want = np.fmod(x, y)
     assert same_bits(got[8], want).all(), "fmod: " + mismatches(got[8], want, x, y)
     print({k: round(v[0], 3) for k, v in worst.items()})
+
+
+@triton.jit
+def _libdevice(x_ptr, y_ptr, out_ptr, flags_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    x = tl.load(x_ptr + offs, mask=m)
+    y = tl.load(y_ptr + offs, mask=m)
+    tl.store(out_ptr + 0 * n + offs, libdevice.rint(x), mask=m)
+    tl.store(out_ptr + 1 * n + offs, libdevice.trunc(x), mask=m)
+    tl.store(out_ptr + 2 * n + offs, libdevice.round(x), mask=m)
+    tl.store(out_ptr + 3 * n + offs, libdevice.fmod(x, y), mask=m)
+    tl.store(out_ptr + 4 * n + offs, libdevice.copysign(x, y), mask=m)
+    tl.store(out_ptr + 5 * n + offs, libdevice.div_rn(x, y), mask=m)
+    flags = (libdevice.isnan(x).to(tl.int32) | (libdevice.isinf(x).to(tl.int32) << 1)
+             | (libdevice.signbit(x) << 2))
+    tl.store(flags_ptr + offs, flags, mask=m)
+
+
+def test_fp64_libdevice(mps_driver):
+    """libdevice functions that take fp64 on this backend (libdevice._F64), bit-exact."""
+    rng = np.random.default_rng(23)
+    dev = mps_driver.get_active_torch_device()
+    n = 700
+    x = np.concatenate([samples(rng, n - 200), rng.integers(-20, 20, 200) / 2.0])  # halves: rint/round ties
+    y = samples(rng, n)
+    out = torch.full((6 * n,), float("nan"), dtype=torch.float64, device=dev)
+    flags = torch.full((n,), -1, dtype=torch.int32, device=dev)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        _libdevice[(triton.cdiv(n, BLOCK),)](torch.from_numpy(x).to(dev), torch.from_numpy(y).to(dev), out, flags, n,
+                                             BLOCK=BLOCK)
+    got = out.cpu().numpy().reshape(6, n)
+    with np.errstate(all="ignore"):
+        rounded = np.where(np.abs(x - np.trunc(x)) == 0.5, np.trunc(x) + np.sign(x), np.round(x))
+        refs = [np.rint(x), np.trunc(x), np.where(np.isfinite(x), rounded, x), np.fmod(x, y), np.copysign(x, y), x / y]
+    for i, want in enumerate(refs):
+        assert same_bits(got[i], want).all(), f"#{i}: {mismatches(got[i], want, x, y)}"
+    want_flags = np.isnan(x).astype(np.int32) | (np.isinf(x) << 1) | (np.signbit(x) << 2)
+    assert np.array_equal(flags.cpu().numpy(), want_flags)

@@ -474,6 +474,8 @@ def _extern_expr(ctx, op, tpl: str, r: int) -> str:
 
 @lowers("tt.extern_elementwise")
 def extern_elementwise(ctx, op):
+    if involves_f64(op):
+        return float64.lower(ctx, op)
     sym = (op.attr("symbol") or "").strip().strip('"')
     tpl = _EXTERN.get(sym)
     if tpl is None:

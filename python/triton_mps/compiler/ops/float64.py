@@ -71,6 +71,8 @@ def lower(ctx: LoweringContext, op: Op) -> None:
         _f64_to_int(ctx, op)
     elif name in ("arith.extf", "arith.truncf", "tt.fp_to_fp"):
         _float_cast(ctx, op)
+    elif name == "tt.extern_elementwise":
+        _extern(ctx, op)
     else:
         ctx.error(op, f"{name} on float64 is not supported by the Metal backend's software float64")
 
@@ -179,3 +181,43 @@ def _float_cast(ctx, op) -> None:
         return f"as_type<{dst.msl()}>(({'uint' if dst.name == 'f32' else 'ushort'}){bits})"
 
     _define(ctx, op, reg, "cvt")
+
+
+# tt.extern_elementwise symbols of language/libdevice.py that take fp64 (its `_F64`)
+_EXTERN_CALLS = {
+    "tmps_exp": "tmps_f64_exp", "tmps_exp2": "tmps_f64_exp2", "tmps_log": "tmps_f64_log", "tmps_log2": "tmps_f64_log2",
+    "tmps_sin": "tmps_f64_sin", "tmps_cos": "tmps_f64_cos", "tmps_erf": "tmps_f64_erf", "tmps_sqrt": "tmps_f64_sqrt",
+    "tmps_rsqrt": "tmps_f64_rsqrt", "tmps_fmod": "tmps_f64_fmod", "tmps_fmin": "tmps_f64_minnum",
+    "tmps_fmax": "tmps_f64_maxnum", "tmps_div_rn": "tmps_f64_div", "tmps_add": "tmps_f64_add",
+    "tmps_sub": "tmps_f64_sub", "tmps_mul": "tmps_f64_mul", "tmps_fma": "tmps_f64_fma",
+}
+_EXTERN_ROUND = {"tmps_trunc": 0, "tmps_floor": 1, "tmps_ceil": 2, "tmps_round": 3, "tmps_rint": 4}
+
+
+def _extern(ctx, op) -> None:
+    sym = (op.attr("symbol") or "").strip().strip('"')
+    res_t = elem_of(op.results[0].type)
+
+    def reg(r):
+        a = _args(ctx, op, r)
+        if sym in _EXTERN_CALLS:
+            return fp64.call(ctx, _EXTERN_CALLS[sym], *a)
+        if sym in _EXTERN_ROUND:
+            return fp64.call(ctx, "tmps_f64_round_int", a[0], str(_EXTERN_ROUND[sym]))
+        if sym == "tmps_fabs":
+            return f"{a[0]} & {_ABS}"
+        if sym == "tmps_copysign":
+            return f"({a[0]} & {_ABS}) | ({a[1]} & {_SIGN})"
+        if sym == "tmps_rcp":
+            return fp64.call(ctx, "tmps_f64_div", fp64.literal(1.0), a[0])
+        if sym == "tmps_isnan":
+            return f"({res_t.msl()}){fp64.call(ctx, 'tmps_f64_isnan', a[0])}"
+        if sym == "tmps_isinf":
+            return f"({res_t.msl()})(({a[0]} & {_ABS}) == 0x7ff0000000000000ul)"
+        if sym == "tmps_isfinite":
+            return f"({res_t.msl()})(({a[0]} & {_ABS}) < 0x7ff0000000000000ul)"
+        if sym == "tmps_signbit":
+            return f"({res_t.msl()})({a[0]} >> 63)"
+        ctx.error(op, f"extern function '{sym}' on float64 is not supported")
+
+    _define(ctx, op, reg, sym[5:] or "ext")
