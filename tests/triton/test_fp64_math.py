@@ -10,8 +10,8 @@ import numpy as np
 import torch
 import triton
 import triton.language as tl
-from triton.language.extra import libdevice
 from fp64_ref import SPECIALS, mismatches, same_bits, samples
+from triton.language.extra import libdevice
 
 N = 1500
 BLOCK = 128
