@@ -254,25 +254,27 @@ def _dot(a_ptr, b_ptr, c_ptr, out_ptr, M: tl.constexpr, N: tl.constexpr, K: tl.c
     tl.store(out_ptr + rm * N + rn, tl.dot(a, b, c, input_precision="ieee"))
 
 
-@pytest.mark.parametrize("path", ["registers", "scratch"])
+@pytest.mark.parametrize("path", ["registers", "table", "scratch"])
 def test_fp64_dot(mps_driver, path, monkeypatch, fresh_cache):
     """tl.dot on float64: one software fma per k (FMA path), within K roundings of the exact sum;
-    operands from registers, or (forced) through threadgroup memory."""
+    operands from registers (fma calls unrolled, or a table-driven loop for many), or (forced)
+    through threadgroup memory."""
     if path == "scratch":
         from triton_mps.compiler.ops import dot as dot_ops
 
         monkeypatch.setattr(dot_ops, "_register_plan", lambda *a: None)
     rng = np.random.default_rng(3)
     dev = _dev(mps_driver)
-    M, N, K = 16, 32, 16
+    M, N, K, warps, comment = {"registers": (16, 32, 16, 2, "from registers\n"),
+                               "table": (32, 16, 32, 1, "from registers (table-driven loop)"),
+                               "scratch": (16, 32, 16, 4, "with operands")}[path]
     a, b, c = rng.standard_normal((M, K)), rng.standard_normal((K, N)), rng.standard_normal((M, N))
     out = torch.full((M, N), float("nan"), dtype=torch.float64, device=dev)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        # (another num_warps: a kernel of its own, not the in-memory one of the other path)
-        k = _dot[(1,)](_t(a, dev), _t(b, dev), _t(c, dev), out, M=M, N=N, K=K,
-                       num_warps=2 if path == "registers" else 4)
-    assert f"software float64 FMA {'from registers' if path == 'registers' else 'with operands'}" in k.asm["msl"]
+        # (num_warps differs per path: a kernel of its own, not the in-memory one of another path)
+        k = _dot[(1,)](_t(a, dev), _t(b, dev), _t(c, dev), out, M=M, N=N, K=K, num_warps=warps)
+    assert f"software float64 FMA {comment}" in k.asm["msl"]
     terms = np.concatenate([a[:, None, :] * b.T[None, :, :], c[:, :, None]], axis=2)  # (M, N, K+1)
     exact = np.array([[math.fsum([*(a[i] * b[:, j]), c[i, j]]) for j in range(N)] for i in range(M)])
     assert (np.abs(out.cpu().numpy() - exact) <= _sum_bound(terms) * 2).all()

@@ -298,6 +298,7 @@ def _lower_fma_scratch(ctx: LoweringContext, a, b, c, d, K: int, is_int: bool, d
 
 
 # ---- FMA in software float64 ---------------------------------------------------------------------
+_F64_UNROLL = 256  # most fma call sites unrolled per dot; beyond, a table-driven loop
 def _lower_f64(ctx: LoweringContext, a, b, c, d, K: int, desc: str) -> None:
     """f64 x f64 + f64: each D register accumulates one correctly rounded fma per k (in k
     order), from registers when the layouts allow, else through threadgroup memory (8 bytes
@@ -308,7 +309,7 @@ def _lower_f64(ctx: LoweringContext, a, b, c, d, K: int, desc: str) -> None:
     base = e.fresh("dacc")
     fma = fp64.call(ctx, "tmps_f64_fma", "{0}", "{1}", "{2}")
     plan = _register_plan(la, lb, lc, K)
-    if plan is not None:
+    if plan is not None and K * len(owned) <= _F64_UNROLL:
         e.comment(f"{desc}: software float64 FMA from registers")
         for r in owned:
             e.line(f"ulong {base}_{r} = {ctx.expr(c, r)};")
@@ -316,6 +317,29 @@ def _lower_f64(ctx: LoweringContext, a, b, c, d, K: int, desc: str) -> None:
             for r in owned:
                 ra, rb = plan[r][k]
                 e.line(f"{base}_{r} = {fma.format(ctx.expr(a, ra), ctx.expr(b, rb), f'{base}_{r}')};")
+    elif plan is not None:
+        # Too many call sites to inline one fma each (compile time): the same register pairs
+        # from a table, in a loop with one call site; operands and accumulators in arrays.
+        e.comment(f"{desc}: software float64 FMA from registers (table-driven loop)")
+        used_a = sorted({p[0] for r in owned for p in plan[r]})
+        used_b = sorted({p[1] for r in owned for p in plan[r]})
+        ia, ib = {r: i for i, r in enumerate(used_a)}, {r: i for i, r in enumerate(used_b)}
+        entries = [x for k in range(K) for r in owned for x in (ia[plan[r][k][0]], ib[plan[r][k][1]])]
+        tab = f"tmps_f64dot{sum(1 for h in ctx.state.helpers if h.startswith('tmps_f64dot'))}"
+        tt = "ushort" if max(entries) < 65536 else "uint"
+        ctx.e.helper(tab, f"constant {tt} {tab}[{len(entries)}] = {{{', '.join(map(str, entries))}}};")
+        e.line(f"ulong {base}_a[{len(used_a)}] = {{{', '.join(ctx.expr(a, r) for r in used_a)}}};")
+        e.line(f"ulong {base}_b[{len(used_b)}] = {{{', '.join(ctx.expr(b, r) for r in used_b)}}};")
+        e.line(f"ulong {base}[{len(owned)}] = {{{', '.join(ctx.expr(c, r) for r in owned)}}};")
+        kv, iv = e.fresh("k"), e.fresh("i")
+        with e.block(f"for (uint {kv} = 0u; {kv} < {K}u; ++{kv})"):
+            with e.block(f"for (uint {iv} = 0u; {iv} < {len(owned)}u; ++{iv})"):
+                e.line(f"uint {iv}_t = ({kv} * {len(owned)}u + {iv}) * 2u;")
+                x, y = f"{base}_a[{tab}[{iv}_t]]", f"{base}_b[{tab}[{iv}_t + 1u]]"
+                e.line(f"{base}[{iv}] = {fma.format(x, y, f'{base}[{iv}]')};")
+        pos = {r: i for i, r in enumerate(owned)}
+        _define_result(ctx, d, lc, lambda r: f"{base}[{pos[r]}]")
+        return
     else:
         na, nb = _numel(la.shape), _numel(lb.shape)
         if (na + nb) * 8 > SCRATCH_LIMIT:
