@@ -14,8 +14,11 @@ Conventions inside the helpers (value = sig * 2^(e - k) with the leading 1 of `s
 - `tmps_f64_round(sign, e, sig)`: sig with its leading 1 at bit 62 (bit 0 sticky) rounded to
   nearest even into binary64, with overflow to inf and gradual underflow.
 
-Cost: add/mul are a few dozen integer instructions; div and sqrt are bit-serial (55 steps);
-a one-time Python warning at compile says that fp64 is emulated and slow.
+Cost: add/mul/fma are a few dozen integer instructions; div and sqrt are bit-serial (55
+steps); exp/log/sin/cos are 20-40 soft operations (fp64_math.py). Measured on the simulator
+(2 busy cores, 2^18 elements, memcheck off), ns per element f32 -> f64: add 10 -> 127,
+mul 6 -> 117, fma 10 -> 107, sqrt 16 -> 431, div 45 -> 1625, exp 49 -> 1897, sin 21 -> 1205.
+A one-time Python warning at compile says that fp64 is emulated and slow.
 """
 
 from __future__ import annotations
