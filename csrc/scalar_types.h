@@ -57,12 +57,12 @@ inline uint16_t float_to_half_bits(float f) {
 }
 
 struct ScalarType {
-  enum class Base { Bool, I8, U8, I16, U16, I32, U32, I64, U64, F16, BF16, F32 } base = Base::I32;
+  enum class Base { Bool, I8, U8, I16, U16, I32, U32, I64, U64, F16, BF16, F32, F64 } base = Base::I32;
   unsigned lanes = 1;
   size_t element_size = 4;
   bool packed = false;  // packed_float3: no padding
 
-  bool is_float() const { return base == Base::F16 || base == Base::BF16 || base == Base::F32; }
+  bool is_float() const { return base == Base::F16 || base == Base::BF16 || base == Base::F32 || base == Base::F64; }
   // MSL: 3-component vectors are padded to 4.
   size_t size() const { return element_size * (lanes == 3 && !packed ? 4 : lanes); }
 
@@ -72,6 +72,10 @@ struct ScalarType {
       double d = v.kind == ScalarValue::Kind::Float ? v.f
                  : v.kind == ScalarValue::Kind::Signed ? static_cast<double>(v.i)
                                                        : static_cast<double>(v.u);
+      if (base == Base::F64) {  // Triton fp64 scalars: the kernel reads the 8 bytes as ulong bits
+        std::memcpy(out, &d, 8);
+        return {};
+      }
       float f = static_cast<float>(d);
       if (base == Base::F32) {
         std::memcpy(out, &f, 4);
@@ -132,6 +136,9 @@ inline std::optional<ScalarType> parse_scalar_type(std::string t) {
       {"long", ScalarType::Base::I64, 8},     {"int64_t", ScalarType::Base::I64, 8}, {"ulong", ScalarType::Base::U64, 8},
       {"uint64_t", ScalarType::Base::U64, 8}, {"size_t", ScalarType::Base::U64, 8},  {"half", ScalarType::Base::F16, 2},
       {"bfloat", ScalarType::Base::BF16, 2},  {"float", ScalarType::Base::F32, 4},
+      // Not an MSL type (Metal has no fp64): the launcher's name for an fp64 argument that the
+      // kernel declares as `ulong` (software float64, compiler/fp64.py).
+      {"double", ScalarType::Base::F64, 8},
   };
   for (const auto& e : table) {
     if (s == e.name) {

@@ -389,6 +389,7 @@ def fp64_kernel(x_ptr, out_ptr):
 
 
 def test_fp64_rejected_by_front_end():
+    """tanh has no software float64 version (exp, log, sin, ... do: test_fp64_math.py)."""
     with pytest.raises(triton.CompilationError, match=r"libdevice.tanh on the mps backend takes .*Metal has no fp64"):
         compile_kernel(fp64_kernel, {"x_ptr": "*fp32", "out_ptr": "*fp32"}, {}, 1)
 

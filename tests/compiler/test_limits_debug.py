@@ -220,6 +220,20 @@ def test_device_print_records(rng):
     assert lines == expected  # once per element: duplicated lanes (8 elements, 64 threads) stay silent
 
 
+@triton.jit
+def printer64(x_ptr, BLOCK: tl.constexpr):
+    tl.device_print("d", tl.load(x_ptr + tl.arange(0, BLOCK)))
+
+
+def test_device_print_float64():
+    """Software float64 values print as doubles (their bits travel unchanged)."""
+    cm, k = compile_debug(printer64, {"x_ptr": "*fp64", "BLOCK": "constexpr"}, {"BLOCK": 4}, 1)
+    x = np.array([0.1, -2.0 ** -1074, 1e300, np.inf])
+    text, err = run_debug(cm, k, x.view(np.uint64), grid=(1, 1, 1), num_warps=1)  # the kernel's ulong*
+    assert err is None
+    assert text.splitlines() == [f"pid (0, 0, 0) idx ({j}) d: {v}" for j, v in enumerate(x)]
+
+
 def test_kernel_without_debug_ops_has_no_debug_buffer():
     c = compile_kernel(transpose, {"x_ptr": "*fp32", "y_ptr": "*fp32", "B": "constexpr"}, {"B": 16}, 1)
     assert c.cm.debug is None and "tmps_dbg" not in c.msl

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from . import ops  # noqa: F401  (registers every lowering)
+from . import (
+    fp64,
+    ops,  # noqa: F401  (registers every lowering)
+)
 from .abi import ArgInfo, CompiledMSL
 from .errors import CompilationError
 from .ir import read_module
@@ -88,13 +91,18 @@ def compile_ttgir(mod, *, num_warps: int, signature: dict, constants: dict, kern
             next_binding += 1
         elif isinstance(v.type, ScalarType):
             msl_t = _SIG_SCALARS.get(sig, v.type.msl())
+            # fp64: the kernel reads binary64 bits as ulong; the launcher packs a Python float
+            # as 8 bytes of double ("double" is its packing type, not an MSL type).
+            pack_t = "double" if v.type.name == "f64" else msl_t
+            if v.type.name == "f64":
+                msl_t = "ulong"
             if pack:
                 fields.append(f"  {msl_t} arg{i};")
-                args_info.append(ArgInfo(name, "scalar", msl_t, -1, sig_index.get(name, i)))
+                args_info.append(ArgInfo(name, "scalar", pack_t, -1, sig_index.get(name, i)))
                 src = f"tmps_args.arg{i}"
             else:
                 params.append(f"constant {msl_t}& arg{i} [[buffer({next_binding})]]")
-                args_info.append(ArgInfo(name, "scalar", msl_t, next_binding, sig_index.get(name, i)))
+                args_info.append(ArgInfo(name, "scalar", pack_t, next_binding, sig_index.get(name, i)))
                 src = f"arg{i}"
                 next_binding += 1
             ir_t = v.type.msl()
@@ -113,6 +121,8 @@ def compile_ttgir(mod, *, num_warps: int, signature: dict, constants: dict, kern
         ctx.e.line("return;")
 
     prologue, body = function_body(state, func, [[x] for x in arg_exprs], on_return=on_return)
+    if any(k.startswith("tmps_f64") for k in state.helpers):
+        fp64.notice(kernel_name)
     debug = None
     if state.debug_sites:
         if not wants_debug or debug_binding >= MAX_BINDINGS:  # the scan above and lowering disagree

@@ -36,7 +36,7 @@ import math
 import struct
 from collections.abc import Callable
 
-from . import fp8
+from . import fp8, fp64
 from .emitter import Emitter
 from .errors import CompilationError
 from .ir import Block, Function, Op, Value
@@ -271,6 +271,8 @@ class LoweringContext:
             return f"({ty.msl()}){v}"
         # floats: exact value of the type, spelled through float bits when not finite
         f = float(value)
+        if name == "f64":  # software float64: the binary64 bits (fp64.py)
+            return fp64.literal(f)
         if name in fp8.FORMATS:  # 8-bit storage: the encoded byte (RTNE, saturating, as a cast)
             return f"(uchar)0x{fp8.encode(fp8.FORMATS[name], f):02x}u"
         if name == "f32" or name in ("f16", "bf16"):

@@ -11,9 +11,12 @@ _SCALAR_MSL = {
     "f16": "half", "bf16": "bfloat", "f32": "float", "index": "long",
     # fp8 formats are 8-bit storage; arithmetic converts through float (see fp8.py)
     "f8E4M3FN": "uchar", "f8E5M2": "uchar", "f8E4M3FNUZ": "uchar", "f8E5M2FNUZ": "uchar",
+    # f64 is IEEE binary64 bits in a ulong, computed in software (see fp64.py)
+    "f64": "ulong",
 }
 _FP8 = ("f8E4M3FN", "f8E5M2", "f8E4M3FNUZ", "f8E5M2FNUZ")
 _UNSIGNED_MSL = {"i1": "bool", "i8": "uchar", "i16": "ushort", "i32": "uint", "i64": "ulong", "index": "ulong",
+                 "f64": "ulong",
                  **{n: "uchar" for n in _FP8}}
 _BITS = {"i1": 1, "i8": 8, "i16": 16, "i32": 32, "i64": 64, "index": 64, "f16": 16, "bf16": 16, "f32": 32, "f64": 64,
          **{n: 8 for n in _FP8}}

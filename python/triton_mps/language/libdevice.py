@@ -7,8 +7,9 @@ calls `tanh` below. Each function emits `tt.extern_elementwise` with a symbol of
 symbol to a Metal expression.
 
 Types: float functions take fp32, fp16 and bf16 (fp16/bf16 are computed in float and rounded
-back once, as Triton's other backends do). There is no fp64 on Metal: fp64 arguments, and any
-other type combination not listed, are rejected here with the accepted combinations. Names
+back once, as Triton's other backends do); the functions in `_F64` also take fp64, computed in
+software float64 (compiler/fp64.py: correctly rounded, or within 1 ulp for exp/log/sin/...).
+Any other type combination is rejected here with the accepted combinations. Names
 Triton's libdevice has but we do not map (the rz/rd/ru rounding variants, Bessel functions,
 fp64 conversions, ...) resolve to a function that raises a clear error when a kernel calls it.
 Return types follow CUDA's libdevice (e.g. `isnan` gives int1, `signbit` int32).
@@ -28,14 +29,23 @@ def _call(name: str, args, table: dict, _semantic, to_bool: bool = False):
     if got not in table:
         accepted = "; ".join("(" + ", ".join(k) + ")" for k in table)
         raise ValueError(f"libdevice.{name} on the mps backend takes {accepted}; got ({', '.join(got)})"
-                         + (" (Metal has no fp64)" if "fp64" in got else ""))
+                         + (" (Metal has no fp64: software fp64 covers only some functions)" if "fp64" in got else ""))
     typed = {tuple(core.dtype(n) for n in k): (sym, core.dtype(r)) for k, (sym, r) in table.items()}
     out = core.extern_elementwise("", "", tensors, typed, is_pure=True, _semantic=_semantic)
     return out.to(core.int1, _semantic=_semantic) if to_bool else out
 
 
+# symbols that also take fp64 (software float64: compiler/ops/float64.py lowers them)
+_F64 = {"tmps_floor", "tmps_ceil", "tmps_trunc", "tmps_round", "tmps_rint", "tmps_fabs", "tmps_exp", "tmps_exp2",
+        "tmps_log", "tmps_log2", "tmps_sqrt", "tmps_rsqrt", "tmps_rcp", "tmps_sin", "tmps_cos", "tmps_erf",
+        "tmps_fmod", "tmps_fmin", "tmps_fmax", "tmps_copysign", "tmps_div_rn", "tmps_add", "tmps_sub", "tmps_mul",
+        "tmps_fma", "tmps_isnan", "tmps_isinf", "tmps_isfinite", "tmps_signbit"}
+
+
 def _same(sym: str, arity: int, types=_F) -> dict:
-    """Every argument and the result of one float type."""
+    """Every argument and the result of one float type (and fp64 for the symbols in _F64)."""
+    if sym in _F64:
+        types = (*types, "fp64")
     return {(t, ) * arity: (sym, t) for t in types}
 
 
@@ -111,10 +121,11 @@ scalbn = _fn2("scalbn", {(t, "int32"): ("tmps_ldexp", t) for t in _F})
 ilogb = _fn1("ilogb", {(t, ): ("tmps_ilogb", "int32") for t in _F})
 
 # ---- predicates (CUDA's result types: isnan/isinf/finitef -> int1, signbit -> int32) ---------
-isnan = _fn1("isnan", {(t, ): ("tmps_isnan", "int32") for t in _F}, to_bool=True)
-isinf = _fn1("isinf", {(t, ): ("tmps_isinf", "int32") for t in _F}, to_bool=True)
-finitef = _fn1("finitef", {(t, ): ("tmps_isfinite", "int32") for t in _F}, to_bool=True)
-signbit = _fn1("signbit", {(t, ): ("tmps_signbit", "int32") for t in _F})
+isnan = _fn1("isnan", {(t, ): ("tmps_isnan", "int32") for t in (*_F, "fp64")}, to_bool=True)
+isinf = _fn1("isinf", {(t, ): ("tmps_isinf", "int32") for t in (*_F, "fp64")}, to_bool=True)
+finitef = _fn1("finitef", {(t, ): ("tmps_isfinite", "int32") for t in (*_F, "fp64")}, to_bool=True)
+isfinited = _fn1("isfinited", {("fp64", ): ("tmps_isfinite", "int32")}, to_bool=True)
+signbit = _fn1("signbit", {(t, ): ("tmps_signbit", "int32") for t in (*_F, "fp64")})
 
 # ---- abs, integer functions ------------------------------------------------------------------
 abs = _fn1("abs", {**_same("tmps_fabs", 1), ("int32", ): ("tmps_iabs", "int32"), ("int64", ): ("tmps_iabs", "int64")})

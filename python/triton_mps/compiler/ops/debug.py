@@ -97,7 +97,7 @@ def _value_kind(ctx: LoweringContext, op: Op, v) -> dict:
         return {"kind": "ptr", "bits": 64}
     name = getattr(et, "name", str(et))
     if getattr(et, "is_float", False):
-        if name not in ("f16", "bf16", "f32"):
+        if name not in ("f16", "bf16", "f32", "f64"):
             ctx.error(op, f"printing {name} values is not supported")
         return {"kind": "float", "bits": et.bits}
     if name == "i1":
@@ -109,6 +109,8 @@ def _value_kind(ctx: LoweringContext, op: Op, v) -> dict:
 
 def _bits_expr(kind: dict, x: str) -> str:
     k = kind["kind"]
+    if k == "float" and kind["bits"] == 64:  # software float64: already the binary64 bits
+        return f"(ulong)({x})"
     if k == "float":
         return f"(ulong)as_type<uint>((float)({x}))"
     if k == "bool":
@@ -180,6 +182,8 @@ def device_print(ctx: LoweringContext, op: Op):
 def _value_text(operand: dict, lo: int, hi: int, hex_: bool) -> str:
     bits64 = lo | (hi << 32)
     k = operand["kind"]
+    if k == "float" and operand.get("bits") == 64:
+        return f"0x{bits64:016x}" if hex_ else str(np.array([bits64], dtype=np.uint64).view(np.float64)[0])
     if k == "float":
         f = np.array([lo], dtype=np.uint32).view(np.float32)[0]
         return f"0x{lo:08x}" if hex_ else str(f)

@@ -37,6 +37,7 @@ from __future__ import annotations
 import os
 from contextlib import nullcontext
 
+from .. import fp64
 from ..ir import Op, Value
 from ..layout import Layout
 from ..lowering import LoweringContext, lowers
@@ -69,7 +70,11 @@ def dot(ctx: LoweringContext, op: Op):
             ctx.error(op, f"dot of {t} is not supported")
     if ta.name != tb.name and not (ta.is_fp8 and tb.is_fp8):  # Triton allows any fp8 x fp8 pair
         ctx.error(op, f"dot operands of different types ({ta} x {tb}) are not supported")
-    if ta.name in _FLOAT_IN or ta.is_fp8:
+    if ta.name == "f64":
+        if td.name != "f64" or tc.name != "f64":
+            ctx.error(op, f"dot of {ta} inputs into {td} is not supported (use a float64 accumulator)")
+        is_int = False
+    elif ta.name in _FLOAT_IN or ta.is_fp8:
         if not td.is_float or td.name not in _FLOAT_IN:
             ctx.error(op, f"dot of {ta} inputs into {td} is not supported (use a float accumulator)")
         is_int = False
@@ -99,6 +104,9 @@ def dot(ctx: LoweringContext, op: Op):
 
     M, N = lc.shape[-2], lc.shape[-1]
     desc = f"tt.dot {'x'.join(map(str, lc.shape[:-2] + (M, N, K)))} ({ta} x {tb} -> {td})"
+    if ta.name == "f64":
+        _lower_f64(ctx, a, b, c, d, K, desc)
+        return
     rec = getattr(ctx, _TABLE, {}).get(id(op))
     if rec is not None:
         _lower_carried(ctx, rec, a, b, d, desc)
@@ -287,6 +295,78 @@ def _lower_fma_scratch(ctx: LoweringContext, a, b, c, d, K: int, is_int: bool, d
             else:
                 e.line(f"{acc} = fma({x}, {y}, {acc});")
     _define_result(ctx, d, lc, lambda r: _result(td, f"{base}_{r}", is_int))
+
+
+# ---- FMA in software float64 ---------------------------------------------------------------------
+_F64_UNROLL = 256  # most fma call sites unrolled per dot; beyond, a table-driven loop
+def _lower_f64(ctx: LoweringContext, a, b, c, d, K: int, desc: str) -> None:
+    """f64 x f64 + f64: each D register accumulates one correctly rounded fma per k (in k
+    order), from registers when the layouts allow, else through threadgroup memory (8 bytes
+    per element)."""
+    e = ctx.e
+    la, lb, lc = ctx.layout(a), ctx.layout(b), ctx.layout(c)
+    owned = [r for r in range(lc.num_regs) if not (r & lc.reg_dup_mask)]
+    base = e.fresh("dacc")
+    fma = fp64.call(ctx, "tmps_f64_fma", "{0}", "{1}", "{2}")
+    plan = _register_plan(la, lb, lc, K)
+    if plan is not None and K * len(owned) <= _F64_UNROLL:
+        e.comment(f"{desc}: software float64 FMA from registers")
+        for r in owned:
+            e.line(f"ulong {base}_{r} = {ctx.expr(c, r)};")
+        for k in range(K):
+            for r in owned:
+                ra, rb = plan[r][k]
+                e.line(f"{base}_{r} = {fma.format(ctx.expr(a, ra), ctx.expr(b, rb), f'{base}_{r}')};")
+    elif plan is not None:
+        # Too many call sites to inline one fma each (compile time): the same register pairs
+        # from a table, in a loop with one call site; operands and accumulators in arrays.
+        e.comment(f"{desc}: software float64 FMA from registers (table-driven loop)")
+        used_a = sorted({p[0] for r in owned for p in plan[r]})
+        used_b = sorted({p[1] for r in owned for p in plan[r]})
+        ia, ib = {r: i for i, r in enumerate(used_a)}, {r: i for i, r in enumerate(used_b)}
+        entries = [x for k in range(K) for r in owned for x in (ia[plan[r][k][0]], ib[plan[r][k][1]])]
+        tab = f"tmps_f64dot{sum(1 for h in ctx.state.helpers if h.startswith('tmps_f64dot'))}"
+        tt = "ushort" if max(entries) < 65536 else "uint"
+        ctx.e.helper(tab, f"constant {tt} {tab}[{len(entries)}] = {{{', '.join(map(str, entries))}}};")
+        e.line(f"ulong {base}_a[{len(used_a)}] = {{{', '.join(ctx.expr(a, r) for r in used_a)}}};")
+        e.line(f"ulong {base}_b[{len(used_b)}] = {{{', '.join(ctx.expr(b, r) for r in used_b)}}};")
+        e.line(f"ulong {base}[{len(owned)}] = {{{', '.join(ctx.expr(c, r) for r in owned)}}};")
+        kv, iv = e.fresh("k"), e.fresh("i")
+        with e.block(f"for (uint {kv} = 0u; {kv} < {K}u; ++{kv})"):
+            with e.block(f"for (uint {iv} = 0u; {iv} < {len(owned)}u; ++{iv})"):
+                e.line(f"uint {iv}_t = ({kv} * {len(owned)}u + {iv}) * 2u;")
+                x, y = f"{base}_a[{tab}[{iv}_t]]", f"{base}_b[{tab}[{iv}_t + 1u]]"
+                e.line(f"{base}[{iv}] = {fma.format(x, y, f'{base}[{iv}]')};")
+        pos = {r: i for i, r in enumerate(owned)}
+        _define_result(ctx, d, lc, lambda r: f"{base}[{pos[r]}]")
+        return
+    else:
+        na, nb = _numel(la.shape), _numel(lb.shape)
+        if (na + nb) * 8 > SCRATCH_LIMIT:
+            ctx.error(None, f"{desc}: operands are spread over threads in a way this backend can only "
+                            f"handle through threadgroup memory, and they need {(na + nb) * 8} bytes "
+                            f"(limit {SCRATCH_LIMIT})")
+        buf = ctx.scratch((na + nb) * 8, "ulong")
+        e.comment(f"{desc}: software float64 FMA with operands through threadgroup memory")
+        ctx.barrier()
+        for v, off in ((a, 0), (b, na)):
+            lay = ctx.layout(v)
+            with e.guarded(ctx.owner_predicate(lay)):
+                for r in lay.owned_regs():
+                    idx = row_major(lay.shape, ctx.coord(lay, r))
+                    e.line(f"{buf}[{f'{off}u + ' if off else ''}{idx}] = {ctx.expr(v, r)};")
+        ctx.barrier()
+        N = lc.shape[-1]
+        kv = e.fresh("k")
+        for r in owned:
+            cs = ctx.coord(lc, r)
+            a_row = row_major(la.shape, cs[:-2] + [cs[-2], "0u"])
+            b_col = row_major(lb.shape, cs[:-2] + ["0u", cs[-1]])
+            acc = f"{base}_{r}"
+            e.line(f"ulong {acc} = {ctx.expr(c, r)};")
+            with e.block(f"for (uint {kv} = 0u; {kv} < {K}u; ++{kv})"):
+                e.line(f"{acc} = {fma.format(f'{buf}[{a_row} + {kv}]', f'{buf}[{na}u + {b_col} + {kv} * {N}u]', acc)};")
+    _define_result(ctx, d, lc, lambda r: f"{base}_{r}")
 
 
 def _numel(shape) -> int:

@@ -13,6 +13,8 @@ from .. import fp8
 from ..ir import Op
 from ..lowering import LoweringContext, lowers
 from ..types import PointerType, ScalarType, TensorType, elem_of
+from . import float64
+from .float64 import involves_f64
 
 # ---------------------------------------------------------------------------------------------
 # helpers
@@ -47,6 +49,9 @@ def _f(ctx, v, r) -> str:
     t = _ety(v)
     if isinstance(t, ScalarType) and t.is_fp8:
         return fp8_to_float(ctx, t, x)
+    if isinstance(t, ScalarType) and t.name == "f64":  # ulong bits: never native arithmetic
+        ctx.error(None, "float64 operands of this operation are not supported (software float64 covers "
+                        "arithmetic, comparisons, conversions and the math functions listed in compiler/fp64.py)")
     return f"(float){x}" if _is_small_float(t) else x
 
 
@@ -95,6 +100,8 @@ def _parse_scalar_text(ctx, op, txt: str, t: ScalarType):
                 return struct.unpack("<f", struct.pack("<I", bits << 16))[0]
             if t.is_fp8:
                 return fp8.decode(fp8.FORMATS[t.name], bits)
+            if t.name == "f64":
+                return struct.unpack("<d", struct.pack("<Q", bits))[0]
         return float(txt)
     return int(txt, 0)
 
@@ -148,6 +155,8 @@ _FBIN = {"arith.addf": "+", "arith.subf": "-", "arith.mulf": "*", "arith.divf": 
 
 @lowers(*_FBIN)
 def float_binary(ctx, op):
+    if involves_f64(op):
+        return float64.lower(ctx, op)
     a, b = op.operands
     t = _ety(op.results[0])
     sym = _FBIN[op.name]
@@ -156,6 +165,8 @@ def float_binary(ctx, op):
 
 @lowers("tt.precise_divf")
 def precise_div(ctx, op):
+    if involves_f64(op):
+        return float64.lower(ctx, op)
     a, b = op.operands
     t = _ety(op.results[0])
     _define_map(ctx, op, lambda r: _back(ctx, t, f"precise::divide({_f(ctx, a, r)}, {_f(ctx, b, r)})"), hint="div")
@@ -163,6 +174,8 @@ def precise_div(ctx, op):
 
 @lowers("tt.precise_sqrt")
 def precise_sqrt(ctx, op):
+    if involves_f64(op):
+        return float64.lower(ctx, op)
     (a,) = op.operands
     t = _ety(op.results[0])
     _define_map(ctx, op, lambda r: _back(ctx, t, f"precise::sqrt({_f(ctx, a, r)})"), hint="sqrt")
@@ -170,6 +183,8 @@ def precise_sqrt(ctx, op):
 
 @lowers("arith.remf")
 def remf(ctx, op):
+    if involves_f64(op):
+        return float64.lower(ctx, op)
     a, b = op.operands
     t = _ety(op.results[0])
     _define_map(ctx, op, lambda r: _back(ctx, t, f"fmod({_f(ctx, a, r)}, {_f(ctx, b, r)})"), hint="rem")
@@ -177,6 +192,8 @@ def remf(ctx, op):
 
 @lowers("arith.negf")
 def negf(ctx, op):
+    if involves_f64(op):
+        return float64.lower(ctx, op)
     (a,) = op.operands
     t = _ety(op.results[0])
     _define_map(ctx, op, lambda r: f"-{ctx.expr(a, r)}" if not _is_small_float(t)
@@ -201,6 +218,8 @@ inline float tmps_minimumf(float a, float b) {
 
 @lowers("arith.maximumf", "arith.minimumf", "arith.maxnumf", "arith.minnumf")
 def float_minmax(ctx, op):
+    if involves_f64(op):
+        return float64.lower(ctx, op)
     a, b = op.operands
     t = _ety(op.results[0])
     if op.name in ("arith.maximumf", "arith.minimumf"):
@@ -214,6 +233,8 @@ def float_minmax(ctx, op):
 
 @lowers("tt.clampf")
 def clampf(ctx, op):
+    if involves_f64(op):
+        return float64.lower(ctx, op)
     x, lo, hi = op.operands
     t = _ety(op.results[0])
     prop = (op.attr("propagateNan") or "").strip().lower()
@@ -301,6 +322,8 @@ def _math_expr(ctx, template: str, args: list[str]) -> str:
 
 @lowers(*_MATH_F)
 def float_math(ctx, op):
+    if involves_f64(op):
+        return float64.lower(ctx, op)
     t = _ety(op.results[0])
     tpl = _MATH_F[op.name]
     _define_map(ctx, op, lambda r: _back(ctx, t, _math_expr(ctx, tpl, [_f(ctx, a, r) for a in op.operands])),
@@ -451,6 +474,8 @@ def _extern_expr(ctx, op, tpl: str, r: int) -> str:
 
 @lowers("tt.extern_elementwise")
 def extern_elementwise(ctx, op):
+    if involves_f64(op):
+        return float64.lower(ctx, op)
     sym = (op.attr("symbol") or "").strip().strip('"')
     tpl = _EXTERN.get(sym)
     if tpl is None:
@@ -646,6 +671,8 @@ def cmpi(ctx, op):
 
 @lowers("arith.cmpf")
 def cmpf(ctx, op):
+    if involves_f64(op):
+        return float64.lower(ctx, op)
     a, b = op.operands
     p = _predicate(op, _CMPF_NAMES)
     name = _CMPF_NAMES[p]
@@ -694,6 +721,8 @@ def int_casts(ctx, op):
 
 @lowers("arith.sitofp", "arith.uitofp")
 def int_to_float(ctx, op):
+    if involves_f64(op):
+        return float64.lower(ctx, op)
     (a,) = op.operands
     src, dst = _ety(a), _ety(op.results[0])
     signed = op.name == "arith.sitofp"
@@ -740,6 +769,8 @@ def _int_to_float_odd(ctx, x: str, signed: bool) -> str:
 
 @lowers("arith.fptosi", "arith.fptoui")
 def float_to_int(ctx, op):
+    if involves_f64(op):
+        return float64.lower(ctx, op)
     (a,) = op.operands
     dst = _ety(op.results[0])
     signed = op.name == "arith.fptosi"
@@ -788,6 +819,8 @@ def _float_convert(ctx, src: ScalarType, dst: ScalarType, x: str, rounding: str 
 
 @lowers("arith.extf", "arith.truncf", "tt.fp_to_fp")
 def float_casts(ctx, op):
+    if involves_f64(op):
+        return float64.lower(ctx, op)
     (a,) = op.operands
     src, dst = _ety(a), _ety(op.results[0])
     for t in (src, dst):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from .. import fp64
 from ..axis_info import AxisAnalysis, vector_runs
 from ..ir import Module, Op
 from ..lowering import LoweringContext, lowers
@@ -205,8 +206,6 @@ _RMW_KINDS = ("fadd", "add", "and", "or", "xor", "max", "min", "umax", "umin", "
 # an atomic is in progress, as with any torn 64-bit access on a 32-bit memory system.
 LOCK_WORDS = 1024
 
-_NO_64BIT_FLOAT = "Metal has no 64-bit floats, so 64-bit float atomics are not supported"
-
 
 def module_uses_locks(module: Module) -> bool:
     """Whether any function has a 64-bit atomic (decided before lowering: the lock table takes
@@ -265,6 +264,14 @@ _BODY64 = {
     "and": "nb = o & v;", "or": "nb = o | v;", "xor": "nb = o ^ v;", "exch": "nb = v;",
     "max": "if (v > o) nb = v;", "min": "if (v < o) nb = v;",
     "umax": "if ((ulong)v > (ulong)o) nb = v;", "umin": "if ((ulong)v < (ulong)o) nb = v;",
+}
+
+# f64 (ulong bits): fadd rounds once per update (software binary64); max/min in IEEE totalOrder
+# on the bits, like the 16-bit float atomics below.
+_BODY64_F64 = {
+    "fadd": "nb = tmps_f64_add(o, v);", "exch": "nb = v;",
+    "max": "if (tmps_f64_total_key(v) > tmps_f64_total_key(o)) nb = v;",
+    "min": "if (tmps_f64_total_key(v) < tmps_f64_total_key(o)) nb = v;",
 }
 
 # Float max/min follow Triton's semantics. For fp32/fp64, `tl.atomic_max` is lowered by Triton's
@@ -349,8 +356,12 @@ def _cas_helper_16(ctx, name: str, t: str, combine: str) -> str:
 def _rmw_call(ctx: LoweringContext, op: Op, kind: str, ety: ScalarType, ptr: str, val: str) -> str:
     t = ety.msl()
     if ety.bits == 64:
-        if ety.is_float:
-            ctx.error(op, f"atomic {kind} on {ety}: {_NO_64BIT_FLOAT}")
+        if ety.is_float:  # software float64 (fp64.py): the new value computed under the lock
+            if kind not in _BODY64_F64:
+                ctx.error(op, f"atomic {kind} on {ety} is not supported")
+            fp64.use(ctx, "tmps_f64_add" if kind == "fadd" else "tmps_f64_base")
+            fn = _lock_helper(ctx, f"f64{kind}", t, _BODY64_F64[kind])
+            return f"{fn}(tmps_locks, {ptr}, {val})"
         if kind not in _BODY64:
             ctx.error(op, f"atomic {kind} on {ety} is not supported")
         fn = _lock_helper(ctx, kind, t, _BODY64[kind].format(t=t))
@@ -413,9 +424,7 @@ def _cas_call(ctx: LoweringContext, op: Op, ety: ScalarType, ptr: str, cmp: str,
 """)
         return f"{fn}({ptr}, {cmp}, {val})"
     if ety.bits == 64:
-        if ety.is_float:
-            ctx.error(op, f"atomic_cas on {ety}: {_NO_64BIT_FLOAT}")
-        # bitwise comparison, like the 32-bit CAS
+        # bitwise comparison, like the 32-bit CAS (f64: its ulong bits)
         fn = _lock_helper(ctx, "cas", t, "if ((ulong)o == (ulong)cmp) nb = v;", extra_param=f", {t} cmp")
         return f"{fn}(tmps_locks, {ptr}, {cmp}, {val})"
     ctx.error(op, f"atomic_cas on {ety}: only 16- and 32-bit types are supported")

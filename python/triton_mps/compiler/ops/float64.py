@@ -1,0 +1,223 @@
+"""Lowerings of float ops whose operands or result are f64: calls into the software binary64
+library of compiler/fp64.py (values are `ulong` bits). elementwise.py hands an op here when
+`involves_f64(op)` (one line at the top of each float lowering)."""
+
+from __future__ import annotations
+
+from .. import fp64, fp64_math  # noqa: F401  (fp64_math adds the math functions to fp64.LIB)
+from ..ir import Op
+from ..lowering import LoweringContext
+from ..types import ScalarType, elem_of
+
+_ABS = fp64.literal_bits(fp64.ABS)
+_SIGN = fp64.literal_bits(fp64.SIGN)
+
+
+def involves_f64(op: Op) -> bool:
+    return any(fp64.is_f64(elem_of(v.type)) for v in list(op.operands) + list(op.results))
+
+
+def _define(ctx: LoweringContext, op: Op, fn, hint: str) -> None:
+    res = op.results[0]
+    ctx.define(res, fn, hint=ctx.hint(res, hint))
+
+
+def _args(ctx, op, r) -> list[str]:
+    return [ctx.expr(v, r) for v in op.operands]
+
+
+_BINARY = {"arith.addf": "tmps_f64_add", "arith.subf": "tmps_f64_sub", "arith.mulf": "tmps_f64_mul",
+           "arith.divf": "tmps_f64_div", "tt.precise_divf": "tmps_f64_div",
+           "arith.maximumf": "tmps_f64_maximum", "arith.minimumf": "tmps_f64_minimum",
+           "arith.maxnumf": "tmps_f64_maxnum", "arith.minnumf": "tmps_f64_minnum", "arith.remf": "tmps_f64_fmod"}
+_UNARY = {"math.sqrt": "tmps_f64_sqrt", "tt.precise_sqrt": "tmps_f64_sqrt",
+          # within 1 ulp (fp64_math.py)
+          "math.exp": "tmps_f64_exp", "math.exp2": "tmps_f64_exp2", "math.log": "tmps_f64_log",
+          "math.log2": "tmps_f64_log2", "math.sin": "tmps_f64_sin", "math.cos": "tmps_f64_cos",
+          "math.erf": "tmps_f64_erf", "math.rsqrt": "tmps_f64_rsqrt"}
+_ROUND = {"math.trunc": 0, "math.floor": 1, "math.ceil": 2, "math.round": 3, "math.roundeven": 4}
+
+
+def lower(ctx: LoweringContext, op: Op) -> None:
+    """Lower `op` (an arith/math/tt float op with an f64 operand or result)."""
+    name = op.name
+    short = name.split(".")[-1]
+    if name in _BINARY:
+        fn = _BINARY[name]
+        _define(ctx, op, lambda r: fp64.call(ctx, fn, *_args(ctx, op, r)), short)
+    elif name in _UNARY:
+        fn = _UNARY[name]
+        _define(ctx, op, lambda r: fp64.call(ctx, fn, *_args(ctx, op, r)), short)
+    elif name == "math.fma":
+        _define(ctx, op, lambda r: fp64.call(ctx, "tmps_f64_fma", *_args(ctx, op, r)), short)
+    elif name in _ROUND:
+        mode = _ROUND[name]
+        _define(ctx, op, lambda r: fp64.call(ctx, "tmps_f64_round_int", ctx.expr(op.operands[0], r), str(mode)),
+                short)
+    elif name == "arith.negf":
+        _define(ctx, op, lambda r: f"{ctx.expr(op.operands[0], r)} ^ {_SIGN}", "neg")
+    elif name == "math.absf":
+        _define(ctx, op, lambda r: f"{ctx.expr(op.operands[0], r)} & {_ABS}", "abs")
+    elif name == "math.copysign":
+        _define(ctx, op, lambda r: f"({ctx.expr(op.operands[0], r)} & {_ABS}) | ({ctx.expr(op.operands[1], r)} & "
+                                   f"{_SIGN})", "copysign")
+    elif name == "tt.clampf":
+        _clamp(ctx, op)
+    elif name == "arith.cmpf":
+        _cmpf(ctx, op)
+    elif name in ("arith.sitofp", "arith.uitofp"):
+        _int_to_f64(ctx, op)
+    elif name in ("arith.fptosi", "arith.fptoui"):
+        _f64_to_int(ctx, op)
+    elif name in ("arith.extf", "arith.truncf", "tt.fp_to_fp"):
+        _float_cast(ctx, op)
+    elif name == "tt.extern_elementwise":
+        _extern(ctx, op)
+    else:
+        ctx.error(op, f"{name} on float64 is not supported by the Metal backend's software float64")
+
+
+def _clamp(ctx, op) -> None:
+    prop = (op.attr("propagateNan") or "").strip().lower()
+    x, lo, hi = op.operands
+
+    def reg(r):
+        xv = ctx.expr(x, r)
+        core = fp64.call(ctx, "tmps_f64_minnum", fp64.call(ctx, "tmps_f64_maxnum", xv, ctx.expr(lo, r)),
+                         ctx.expr(hi, r))
+        if "all" in prop:
+            core = f"({fp64.call(ctx, 'tmps_f64_isnan', xv)} ? {xv} | 0x0008000000000000ul : {core})"
+        return core
+
+    _define(ctx, op, reg, "clamp")
+
+
+def _cmpf(ctx, op) -> None:
+    from .elementwise import _CMPF_NAMES, _predicate
+
+    a, b = op.operands
+    p = _CMPF_NAMES[_predicate(op, _CMPF_NAMES)]
+
+    def reg(r):
+        x, y = ctx.expr(a, r), ctx.expr(b, r)
+
+        def c(fn, u, v):
+            return fp64.call(ctx, f"tmps_f64_{fn}", u, v)
+
+        return {
+            "false": "false", "true": "true",
+            "oeq": c("eq", x, y), "ogt": c("lt", y, x), "oge": c("le", y, x), "olt": c("lt", x, y),
+            "ole": c("le", x, y), "one": f"({c('lt', x, y)} || {c('lt', y, x)})",
+            "ord": f"!{c('uno', x, y)}",
+            "ueq": f"!({c('lt', x, y)} || {c('lt', y, x)})", "ugt": f"!{c('le', x, y)}", "uge": f"!{c('lt', x, y)}",
+            "ult": f"!{c('le', y, x)}", "ule": f"!{c('lt', y, x)}", "une": f"!{c('eq', x, y)}",
+            "uno": c("uno", x, y),
+        }[p]
+
+    _define(ctx, op, reg, p)
+
+
+def _int_to_f64(ctx, op) -> None:
+    (a,) = op.operands
+    src = elem_of(a.type)
+    signed = op.name == "arith.sitofp"
+
+    def reg(r):
+        x = ctx.expr(a, r)
+        if src.name == "i1":
+            v = fp64.literal(-1.0 if signed else 1.0)
+            return f"({x} ? {v} : 0ul)"
+        if signed:
+            return fp64.call(ctx, "tmps_f64_from_i64", f"(long){x}")
+        return fp64.call(ctx, "tmps_f64_from_u64", f"(ulong)({src.msl_unsigned()}){x}")
+
+    _define(ctx, op, reg, "cvt")
+
+
+def _f64_to_int(ctx, op) -> None:
+    (a,) = op.operands
+    dst = elem_of(op.results[0].type)
+    signed = op.name == "arith.fptosi"
+
+    def reg(r):
+        x = ctx.expr(a, r)
+        if dst.name == "i1":
+            return f"(({x} & {_ABS}) != 0ul)"
+        if signed:
+            return f"({dst.msl()}){fp64.call(ctx, 'tmps_f64_to_i', x, str(dst.bits))}"
+        return f"({dst.msl()}){fp64.call(ctx, 'tmps_f64_to_u', x, str(dst.bits))}"
+
+    _define(ctx, op, reg, "cvt")
+
+
+def _float_cast(ctx, op) -> None:
+    from .elementwise import float_to_fp8, fp8_to_float
+
+    (a,) = op.operands
+    src, dst = elem_of(a.type), elem_of(op.results[0].type)
+    for t in (src, dst):
+        if not isinstance(t, ScalarType) or not (t.name in ("f16", "bf16", "f32", "f64") or t.is_fp8):
+            ctx.error(op, f"conversion between {src} and {dst} is not supported")
+    rounding = (op.attr("rounding") or "").lower()
+    rtz = "rtz" in rounding
+
+    def reg(r):
+        x = ctx.expr(a, r)
+        if src.name == dst.name:
+            return x
+        if dst.name == "f64":  # widening: exact (f16, bf16 and fp8 values are floats)
+            if src.is_fp8:
+                xf = fp8_to_float(ctx, src, x)
+            else:
+                xf = x if src.name == "f32" else f"(float){x}"
+            fp64.use(ctx, "tmps_f64_from_f32")
+            return f"tmps_f64_from_f32({xf})"
+        if dst.is_fp8:
+            # Through float rounded to odd: the second rounding (to <= 4 significant bits) is then
+            # correct, RTNE or RTZ (round-to-odd keeps the sticky information RTNE needs).
+            xf = f"as_type<float>({fp64.narrow(ctx, 'f32', x, 'rtz' if rtz else 'odd')})"
+            return float_to_fp8(ctx, dst, xf, "rtz" if rtz else "rtne")
+        bits = fp64.narrow(ctx, dst.name, x, "rtz" if rtz else "rtne")
+        return f"as_type<{dst.msl()}>(({'uint' if dst.name == 'f32' else 'ushort'}){bits})"
+
+    _define(ctx, op, reg, "cvt")
+
+
+# tt.extern_elementwise symbols of language/libdevice.py that take fp64 (its `_F64`)
+_EXTERN_CALLS = {
+    "tmps_exp": "tmps_f64_exp", "tmps_exp2": "tmps_f64_exp2", "tmps_log": "tmps_f64_log", "tmps_log2": "tmps_f64_log2",
+    "tmps_sin": "tmps_f64_sin", "tmps_cos": "tmps_f64_cos", "tmps_erf": "tmps_f64_erf", "tmps_sqrt": "tmps_f64_sqrt",
+    "tmps_rsqrt": "tmps_f64_rsqrt", "tmps_fmod": "tmps_f64_fmod", "tmps_fmin": "tmps_f64_minnum",
+    "tmps_fmax": "tmps_f64_maxnum", "tmps_div_rn": "tmps_f64_div", "tmps_add": "tmps_f64_add",
+    "tmps_sub": "tmps_f64_sub", "tmps_mul": "tmps_f64_mul", "tmps_fma": "tmps_f64_fma",
+}
+_EXTERN_ROUND = {"tmps_trunc": 0, "tmps_floor": 1, "tmps_ceil": 2, "tmps_round": 3, "tmps_rint": 4}
+
+
+def _extern(ctx, op) -> None:
+    sym = (op.attr("symbol") or "").strip().strip('"')
+    res_t = elem_of(op.results[0].type)
+
+    def reg(r):
+        a = _args(ctx, op, r)
+        if sym in _EXTERN_CALLS:
+            return fp64.call(ctx, _EXTERN_CALLS[sym], *a)
+        if sym in _EXTERN_ROUND:
+            return fp64.call(ctx, "tmps_f64_round_int", a[0], str(_EXTERN_ROUND[sym]))
+        if sym == "tmps_fabs":
+            return f"{a[0]} & {_ABS}"
+        if sym == "tmps_copysign":
+            return f"({a[0]} & {_ABS}) | ({a[1]} & {_SIGN})"
+        if sym == "tmps_rcp":
+            return fp64.call(ctx, "tmps_f64_div", fp64.literal(1.0), a[0])
+        if sym == "tmps_isnan":
+            return f"({res_t.msl()}){fp64.call(ctx, 'tmps_f64_isnan', a[0])}"
+        if sym == "tmps_isinf":
+            return f"({res_t.msl()})(({a[0]} & {_ABS}) == 0x7ff0000000000000ul)"
+        if sym == "tmps_isfinite":
+            return f"({res_t.msl()})(({a[0]} & {_ABS}) < 0x7ff0000000000000ul)"
+        if sym == "tmps_signbit":
+            return f"({res_t.msl()})({a[0]} >> 63)"
+        ctx.error(op, f"extern function '{sym}' on float64 is not supported")
+
+    _define(ctx, op, reg, sym[5:] or "ext")
