@@ -38,12 +38,17 @@ from collections.abc import Callable
 
 from . import fp8
 from .emitter import Emitter
-from .errors import CompilationError
+from .errors import CompilationError, ThreadgroupMemoryError
 from .ir import Block, Function, Op, Value
 from .layout import Layout, register_map
 from .types import PointerType, TensorType, elem_of
 
 LOWERINGS: dict[str, Callable] = {}
+
+# Metal's threadgroup memory per threadgroup on every Apple GPU. Each op's exchange through the
+# shared scratch array must fit it; ops whose data is larger work in rounds (see
+# ops/layout_conversion.py `windows`).
+SCRATCH_LIMIT = 32 * 1024
 
 
 def lowers(*names: str):
@@ -244,7 +249,16 @@ class LoweringContext:
 
     # ---- threadgroup memory ---------------------------------------------------------------------
     def scratch(self, nbytes: int, msl_type: str = "uchar") -> str:
-        """A `threadgroup T*` expression at the start of the shared scratch array (>= nbytes)."""
+        """A `threadgroup T*` expression at the start of the shared scratch array (>= nbytes).
+        Over SCRATCH_LIMIT: ThreadgroupMemoryError (also Triton's OutOfResources)."""
+        if nbytes > SCRATCH_LIMIT:
+            op = self.current_op
+            raise ThreadgroupMemoryError(
+                nbytes, SCRATCH_LIMIT,
+                f"needs {nbytes} bytes of threadgroup memory at once; Metal allows {SCRATCH_LIMIT} per "
+                f"threadgroup (reduce the block sizes)",
+                op=op.name if op else "", kernel=self.state.kernel_name, file=op.file if op else "",
+                line=op.line if op else 0)
         self.state.scratch_bytes = max(self.state.scratch_bytes, (nbytes + 15) // 16 * 16)
         return f"((threadgroup {msl_type}*)tmps_smem)"
 

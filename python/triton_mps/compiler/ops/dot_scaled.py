@@ -21,11 +21,9 @@ import re
 
 from .. import fp8
 from ..ir import Op
-from ..lowering import LoweringContext, lowers
+from ..lowering import SCRATCH_LIMIT, LoweringContext, lowers
 from ..types import ScalarType, TensorType, elem_of
 from .layout_conversion import _size
-
-SCRATCH_LIMIT = 32 * 1024
 
 _E2M1 = """inline float tmps_e2m1_to_f32(uint nib) {
   // s.ee.m, bias 1: 0, 0.5, 1, 1.5, 2, 3, 4, 6

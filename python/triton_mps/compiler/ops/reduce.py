@@ -31,9 +31,9 @@ import math
 
 from ..ir import Op
 from ..layout import Layout, register_map
-from ..lowering import LoweringContext, lowers
+from ..lowering import SCRATCH_LIMIT, LoweringContext, lowers
 from ..types import TensorType
-from .layout_conversion import _size, row_major, store_to_scratch
+from .layout_conversion import _size, row_major, store_to_scratch, through_scratch
 
 # ---------------------------------------------------------------------------------------------
 # helpers
@@ -481,16 +481,22 @@ def _scan_hypercube(ctx, op, lay: Layout, plan, reverse: bool, types, comb) -> l
                                 for t, v in zip(types, T[k], strict=True)) for k in keys}
             bitx = f"(tmps_lane & {m}u)"
         else:
+            # segment totals of every thread, in rounds of U keys when they do not fit at once
             U = len(keys)
+            while U > 1 and sum((nthreads * U * _size(t) + 7) // 8 * 8 for t in types) > SCRATCH_LIMIT:
+                U = (U + 1) // 2
             bufs = _scratch_arrays(ctx, [(t, nthreads * U) for t in types])
-            ctx.barrier()
-            for ui, k in enumerate(keys):
-                for b, v in zip(bufs, T[k], strict=True):
-                    e.line(f"{b}[tmps_tid * {U}u + {ui}u] = {v};")
-            ctx.barrier()
             other = _var(ctx, "uint", f"(tmps_tid ^ {1 << (j + 5)}u) * {U}u", "ptid")
-            partner = {k: tuple(_var(ctx, t, f"{b}[{other} + {ui}u]", "wpt") for t, b in zip(types, bufs, strict=True))
-                       for ui, k in enumerate(keys)}
+            partner = {}
+            for k0 in range(0, len(keys), U):
+                ctx.barrier()
+                for ui, k in enumerate(keys[k0:k0 + U]):
+                    for b, v in zip(bufs, T[k], strict=True):
+                        e.line(f"{b}[tmps_tid * {U}u + {ui}u] = {v};")
+                ctx.barrier()
+                for ui, k in enumerate(keys[k0:k0 + U]):
+                    partner[k] = tuple(_var(ctx, t, f"{b}[{other} + {ui}u]", "wpt")
+                                       for t, b in zip(types, bufs, strict=True))
             bitx = f"(tmps_warp & {1 << j}u)"
         late = _var(ctx, "bool", f"{bitx} {'==' if reverse else '!='} 0u", "late")
         for k in keys:
@@ -590,15 +596,12 @@ def gather(ctx: LoweringContext, op: Op):
     m = list(range(rlay.num_regs)) if ilay.same_as(rlay) else register_map(ilay, rlay)
     if m is None:
         ctx.error(op, "gather index and result layouts differ")
-    t = ctx.msl_type(src)
     n = slay.shape[axis]
-    buf = _all_to_scratch(ctx, [src], [t], src.type.numel)[0]
-    ctx.e.comment(f"tt.gather axis {axis} through threadgroup memory")
 
-    def reg(r):
-        c = ctx.coord(rlay, r)
+    def index(r, c):
+        c = list(c)
         # Out-of-range indices are undefined in Triton: clamp so we never read past the array.
         c[axis] = f"min((uint)({ctx.expr(idx, m[r])}), {n - 1}u)"
-        return f"{buf}[{row_major(slay.shape, c)}]"
+        return row_major(slay.shape, c)
 
-    ctx.define(res, reg, hint=ctx.hint(res, "gather"))
+    through_scratch(ctx, [(src, 0)], src.type.numel, res, index, ctx.hint(res, "gather"))
