@@ -40,7 +40,7 @@ from contextlib import nullcontext
 
 from ..ir import Op, Value
 from ..layout import Layout
-from ..lowering import SCRATCH_LIMIT, LoweringContext, lowers
+from ..lowering import LoweringContext, lowers, scratch_limit
 from ..types import ScalarType, elem_of
 from .elementwise import fp8_to_float
 from .layout_conversion import row_major
@@ -123,10 +123,10 @@ def _simdgroup_plan(M: int, N: int, K: int) -> tuple[int, int] | None:
     is read back RB rows at a time (RB * N floats), both within SCRATCH_LIMIT; the largest
     chunks that fit (fewest barriers). None when not even 8 fits."""
     kc = K
-    while kc >= 8 and (kc % 8 or K % kc or (M + N) * kc * 4 > SCRATCH_LIMIT):
+    while kc >= 8 and (kc % 8 or K % kc or (M + N) * kc * 4 > scratch_limit()):
         kc -= 8
     rb = M
-    while rb >= 8 and (rb % 8 or M % rb or rb * N * 4 > SCRATCH_LIMIT):
+    while rb >= 8 and (rb % 8 or M % rb or rb * N * 4 > scratch_limit()):
         rb -= 8
     if kc < 8 or rb < 8:
         return None
@@ -260,7 +260,7 @@ def _fma_chunk(M: int, N: int, K: int, batch: int) -> int | None:
     """The K chunk: the largest divisor of K whose A (.., M, kc) and B (.., kc, N) slices fit
     SCRATCH_LIMIT together (fewest barriers), None when not even one column fits."""
     for kc in range(K, 0, -1):
-        if K % kc == 0 and batch * (M + N) * kc * 4 <= SCRATCH_LIMIT:
+        if K % kc == 0 and batch * (M + N) * kc * 4 <= scratch_limit():
             return kc
     return None
 

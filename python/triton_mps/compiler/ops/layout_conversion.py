@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..ir import Op, Value
-from ..lowering import SCRATCH_LIMIT, LoweringContext, lowers
+from ..lowering import LoweringContext, lowers, scratch_limit
 
 
 def row_major(shape, coord_exprs: list[str]) -> str:
@@ -57,9 +57,10 @@ def from_scratch(msl_t: str, expr: str) -> str:
 # each access once, whatever the number of rounds.
 
 
-def windows(n: int, elem_bytes: int, limit: int = SCRATCH_LIMIT) -> tuple[int, int]:
+def windows(n: int, elem_bytes: int, limit: int | None = None) -> tuple[int, int]:
     """(rounds, elements per round) for an exchange of n elements of elem_bytes each: (1, n)
     when everything fits, else rounds of the largest power-of-two size that fits."""
+    limit = scratch_limit() if limit is None else limit
     if n * elem_bytes <= limit:
         return 1, n
     size = 1 << ((limit // elem_bytes).bit_length() - 1)
@@ -113,7 +114,8 @@ def _windowed(ctx: LoweringContext, w: str, size: int, acc: Access, regs: list[i
         for r in regs:
             ix = e.fresh("wix")
             e.line(f"uint {ix} = ({acc.index[r]}) - {w} * {size}u;")  # below the window: wraps
-            e.line(f"if ({ix} < {size}u) {stmt(r, ix)}")
+            with e.block(f"if ({ix} < {size}u)"):
+                e.line(stmt(r, ix))  # stmt may emit lines of its own first: inside the test
         return
     tw = "0u"
     if acc.thread_mask >> s:
