@@ -27,8 +27,9 @@ lowerings, chosen per op:
 Numerics: fp32/fp16/bf16/fp8 inputs multiply and accumulate in fp32 (inputs widened first,
 fp8 through the exact conversion helpers of fp8.py, in the operand staging);
 input_precision "ieee", "tf32", "tf32x3" are all computed as exact fp32 products (no tf32
-rounding). max_num_imprecise_acc is ignored. int8 inputs are read as signed and accumulate in
-int32 with wrap-around. The sum is rounded once to the result type (out_dtype) at the end.
+rounding); "bf16x3"/"bf16x6" never reach here as such: Triton's f32_dot_tc pass (backend
+pipeline) rewrites them into bf16 dots. max_num_imprecise_acc is ignored. int8 inputs are read
+as signed and accumulate in int32 with wrap-around. The sum is rounded once to the result type (out_dtype) at the end.
 
 TRITON_MPS_DOT=fma|simdgroup|auto (default auto) forces a path (simdgroup only where it applies).
 """
