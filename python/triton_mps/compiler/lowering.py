@@ -56,6 +56,13 @@ def scratch_limit() -> int:
     return SCRATCH_LIMIT
 
 
+# Hooks `fn(ctx, user_op, value) -> bool`: True when user_op, lowered later, reads `value` (a
+# layout conversion's result) only through the conversion's source (tt.dot stages its operands
+# into threadgroup memory from before their conversion). A conversion whose every user says so
+# is not lowered at all (ops/layout_conversion.py).
+STAGES_FROM_SOURCE: list[Callable] = []
+
+
 def lowers(*names: str):
     """Register a lowering function `fn(ctx, op)` for the given op names."""
 

@@ -41,7 +41,7 @@ from contextlib import nullcontext
 
 from ..ir import Op, Value
 from ..layout import Layout
-from ..lowering import LoweringContext, lowers, scratch_limit
+from ..lowering import STAGES_FROM_SOURCE, LoweringContext, lowers, scratch_limit
 from ..types import ScalarType, elem_of
 from .elementwise import fp8_to_float
 from .layout_conversion import row_major
@@ -104,18 +104,53 @@ def dot(ctx: LoweringContext, op: Op):
 
     M, N = lc.shape[-2], lc.shape[-1]
     desc = f"tt.dot {'x'.join(map(str, lc.shape[:-2] + (M, N, K)))} ({ta} x {tb} -> {td})"
-    rec = getattr(ctx, _TABLE, {}).get(id(op))
-    if rec is not None:
-        _lower_carried(ctx, rec, a, b, d, desc)
-        return
-    if mode != "fma" and _simdgroup_ok(rank, M, N, K, is_int):
+    path, plan = _path(ctx, op, mode, is_int)
+    if path == "carried":
+        _lower_carried(ctx, getattr(ctx, _TABLE)[id(op)], a, b, d, desc)
+    elif path == "simdgroup":
         _lower_simdgroup(ctx, a, b, c, d, M, N, K, desc)
-        return
-    plan = _register_plan(la, lb, lc, K)
-    if plan is not None and len(lc.owned_regs()) * K <= MAX_UNROLLED_FMAS:
+    elif path == "registers":
         _lower_fma_registers(ctx, a, b, c, d, plan, is_int, desc)
     else:
         _lower_fma_scratch(ctx, a, b, c, d, K, is_int, desc)
+
+
+def _path(ctx: LoweringContext, op: Op, mode: str, is_int: bool):
+    """(path, register plan): "carried" (accumulator in simdgroup registers across a loop),
+    "simdgroup", "registers" (FMA, operands matched in registers) or "scratch" (FMA, operands
+    through threadgroup memory)."""
+    a, b, c = op.operands[:3]
+    if id(op) in getattr(ctx, _TABLE, {}):
+        return "carried", None
+    la, lb, lc = a.layout, b.layout, c.layout
+    M, N, K = lc.shape[-2], lc.shape[-1], la.shape[-1]
+    if mode != "fma" and _simdgroup_ok(lc.rank, M, N, K, is_int):
+        return "simdgroup", None
+    plan = _register_plan(la, lb, lc, K)
+    if plan is not None and len(lc.owned_regs()) * K <= MAX_UNROLLED_FMAS:
+        return "registers", plan
+    return "scratch", None
+
+
+def _stages_from_source(ctx: LoweringContext, user: Op, v: Value) -> bool:
+    """Hook (lowering.STAGES_FROM_SOURCE): this tt.dot reads operand v only through
+    _pre_conversion, so v's conversion need not be lowered."""
+    if user.name != "tt.dot" or len(user.operands) < 3 or user.operands[2] is v:
+        return False
+    if not any(x is v for x in user.operands[:2]):
+        return False
+    if not all(x.is_tensor and x.layout is not None for x in user.operands[:3]):
+        return False
+    ta = elem_of(user.operands[0].type)
+    try:
+        mode = dot_mode()
+        path, _ = _path(ctx, user, mode, isinstance(ta, ScalarType) and ta.name in _INT_IN)
+    except Exception:  # anything unusual: lower the conversion, let the dot report it
+        return False
+    return path != "registers" and _pre_conversion(ctx, v) is not v
+
+
+STAGES_FROM_SOURCE.append(_stages_from_source)
 
 
 # ---- shared helpers ---------------------------------------------------------------------------
@@ -276,6 +311,7 @@ def _lower_fma_scratch(ctx: LoweringContext, a, b, c, d, K: int, is_int: bool, d
     kc = _fma_chunk(M, N, K, batch)
     if kc is None:  # not even one K column of A and B fits: ThreadgroupMemoryError
         ctx.scratch(batch * (M + N) * 4, acc_t)
+    a_src, b_src = _pre_conversion(ctx, a), _pre_conversion(ctx, b)  # each element written once
     sa, sb = list(la.shape), list(lb.shape)
     sa[-1] = sb[-2] = kc
     na = _numel(sa)
@@ -289,8 +325,8 @@ def _lower_fma_scratch(ctx: LoweringContext, a, b, c, d, K: int, is_int: bool, d
     kv = e.fresh("k")
     for k0 in range(0, K, kc):
         ctx.barrier()  # earlier readers of the scratch (other ops, the previous chunk) are done
-        _stage_chunk(ctx, a, buf, 0, la.rank - 1, k0, kc, is_int)
-        _stage_chunk(ctx, b, buf, na, lb.rank - 2, k0, kc, is_int)
+        _stage_chunk(ctx, a_src, buf, 0, la.rank - 1, k0, kc, is_int)
+        _stage_chunk(ctx, b_src, buf, na, lb.rank - 2, k0, kc, is_int)
         ctx.barrier()
         for r in owned:
             cs = ctx.coord(lc, r)
@@ -373,7 +409,8 @@ def _pre_conversion(ctx: LoweringContext, v: Value) -> Value:
     """The same tensor before its conversion to the dot-operand layout, when that is a
     convert_layout or a local_alloc/local_load pair of a distributed tensor: staging it from
     there writes each element once (dot-operand layouts replicate A across the N lanes and B
-    across the M lanes). Falls back to v itself."""
+    across the M lanes), and then the conversion itself is not lowered (_stages_from_source).
+    Falls back to v itself."""
     op = v.owner
     src = None
     if op is not None and op.name == "ttg.convert_layout":

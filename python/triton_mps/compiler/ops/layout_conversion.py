@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..ir import Op, Value
-from ..lowering import LoweringContext, lowers, scratch_limit
+from ..lowering import STAGES_FROM_SOURCE, LoweringContext, lowers, scratch_limit
 
 
 def row_major(shape, coord_exprs: list[str]) -> str:
@@ -234,9 +234,18 @@ def _size(msl_t: str) -> int:
     return _SIZES[msl_t]
 
 
+def staged_by_users(ctx: LoweringContext, v: Value) -> bool:
+    """Every user of v reads it only through the source of its conversion (lowering hooks)."""
+    return bool(v.users) and len(v.users) == v.uses and all(
+        any(hook(ctx, user, v) for hook in STAGES_FROM_SOURCE) for user in v.users)
+
+
 @lowers("ttg.convert_layout")
 def convert_layout(ctx: LoweringContext, op: Op):
     src, dst = op.operands[0], op.results[0]
+    if staged_by_users(ctx, dst):
+        ctx.e.comment(f"{ctx.hint(dst, 'cvt')}: not converted (its users read {ctx.hint(src, 'the source')})")
+        return
     shape = ctx.layout(src).shape
     remap(ctx, src, dst, lambda c: c, lambda c: row_major(shape, c), ctx.hint(dst, "cvt"))
 
@@ -261,6 +270,9 @@ def local_load(ctx: LoweringContext, op: Op):
         ctx.error(op, "ttg.local_load from a buffer that is not an immutable ttg.local_alloc of a tensor")
     if len(op.operands) > 1:
         ctx.error(op, "ttg.local_load with a token operand is not supported")
+    if staged_by_users(ctx, op.results[0]):
+        ctx.e.comment(f"{ctx.hint(op.results[0], 'lld')}: not converted (its users read the stored tensor)")
+        return
     shape = ctx.layout(src).shape
     remap(ctx, src, op.results[0], lambda c: c, lambda c: row_major(shape, c), ctx.hint(op.results[0], "lld"))
 
