@@ -103,7 +103,7 @@ class Access:
     thread_mask: int | None
 
 
-def _windowed(ctx: LoweringContext, w: str, size: int, acc: Access, regs: list[int],
+def windowed(ctx: LoweringContext, w: str, size: int, acc: Access, regs: list[int],
               stmt: Callable[[int, str], str]) -> None:
     """Inside the rounds loop (round variable w): stmt(r, index in the window) for every register
     r in regs whose element is in round w's window."""
@@ -131,7 +131,7 @@ def _windowed(ctx: LoweringContext, w: str, size: int, acc: Access, regs: list[i
                 e.line(stmt(r, f"({acc.index[r]}) - {w} * {size}u"))
 
 
-def _write_access(ctx: LoweringContext, src: Value, base: int) -> Access:
+def write_access(ctx: LoweringContext, src: Value, base: int) -> Access:
     lay = ctx.layout(src)
     regs = range(lay.num_regs)
     sfx = f" + {base}u" if base else ""
@@ -180,7 +180,7 @@ def through_scratch(ctx: LoweringContext, sources: list[tuple[Value, int]], n: i
         ctx.define(dst, lambda r: from_scratch(ty, f"{buf}[{read_index(r, ctx.coord(dlay, r))}]"), hint=hint)
         return
     e.comment(f"{hint}: through threadgroup memory in {rounds} rounds of {size} elements")
-    writes = [(s, _write_access(ctx, s, base), [to_scratch(ty, x) for x in ctx.exprs(s)]) for s, base in sources]
+    writes = [(s, write_access(ctx, s, base), [to_scratch(ty, x) for x in ctx.exprs(s)]) for s, base in sources]
     nr = dlay.num_regs
     statics = [read_static(r) if read_static else None for r in range(nr)]
     reads = Access([read_index(r, ctx.coord(dlay, r)) for r in range(nr)], statics,
@@ -193,10 +193,10 @@ def through_scratch(ctx: LoweringContext, sources: list[tuple[Value, int]], n: i
         for s, acc, vals in writes:
             lay = ctx.layout(s)
             with e.guarded(ctx.owner_predicate(lay)):
-                _windowed(ctx, w, size, acc, lay.owned_regs(),
+                windowed(ctx, w, size, acc, lay.owned_regs(),
                           lambda r, i, vals=vals: f"{buf}[{i}] = {vals[r] if len(vals) > 1 else vals[0]};")
         ctx.barrier()
-        _windowed(ctx, w, size, reads, list(range(nr)),
+        windowed(ctx, w, size, reads, list(range(nr)),
                   lambda r, i: f"{names[r]} = {from_scratch(ty, f'{buf}[{i}]')};")
 
 

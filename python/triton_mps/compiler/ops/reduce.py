@@ -36,14 +36,14 @@ from ..types import TensorType
 from .layout_conversion import (
     Access,
     _size,
-    _windowed,
-    _write_access,
     row_major,
     static_index,
     store_to_scratch,
     thread_index_mask,
     through_scratch,
+    windowed,
     windows,
+    write_access,
 )
 
 # ---------------------------------------------------------------------------------------------
@@ -245,14 +245,6 @@ def _reduce_across_warps(ctx, op, lay, axis, types, comb, rlay, groups, vals, la
     bufs = _scratch_arrays(ctx, [(t, K * nres) for t in types])
     k_terms = [f"(((tmps_warp >> {j}u) & 1u) << {i}u)" for i, j in enumerate(warp_bits)]
     kexpr = " | ".join(k_terms) if k_terms else "0u"
-    # One writer per (warp partial, result element): lanes along the axis hold the same value
-    # after the butterfly, duplicated lanes/warps hold copies.
-    lane_skip = _bits_mask(lane_bits) | lay.lane_dup_mask
-    conds = []
-    if lane_skip:
-        conds.append(f"(tmps_lane & {lane_skip}u) == 0u")
-    if lay.warp_dup_mask:
-        conds.append(f"(tmps_warp & {lay.warp_dup_mask}u) == 0u")
     ctx.barrier()
     kname = _var(ctx, "uint", f"({kexpr}) * {nres}u", "wslot")
 
@@ -262,7 +254,7 @@ def _reduce_across_warps(ctx, op, lay, axis, types, comb, rlay, groups, vals, la
             for buf, x in zip(bufs, vals[key], strict=True):
                 e.line(f"{buf}[{kname} + {slot}] = {x};")
 
-    with e.guarded(" && ".join(conds)):
+    with e.guarded(_warp_partial_writers(lay, lane_bits)):
         write()
     ctx.barrier()
     results = op.results
@@ -304,7 +296,7 @@ def _reduce_across_warps_in_rounds(ctx, op, lay, types, comb, rlay, groups, vals
     rounds, size = windows(nres, K * sum(_size(t) for t in types))
     bufs = _scratch_arrays(ctx, [(t, K * size) for t in types])
     e.comment(f"partials of {nres} results through threadgroup memory in {rounds} rounds of {size}")
-    kexpr = " | ".join(f"(((tmps_warp >> {j}u) & 1u) << {i}u)" for i, j in enumerate(warp_bits))
+    kexpr = " | ".join(f"(((tmps_warp >> {j}u) & 1u) << {i}u)" for i, j in enumerate(warp_bits)) or "0u"
     kname = _var(ctx, "uint", f"({kexpr}) * {size}u", "wslot")
     keys = list(groups)
     pshape = players.shape
@@ -326,7 +318,7 @@ def _reduce_across_warps_in_rounds(ctx, op, lay, types, comb, rlay, groups, vals
     with e.block(f"for (uint {w} = 0u; {w} < {rounds}u; ++{w})"):
         ctx.barrier()
         with e.guarded(_warp_partial_writers(lay, lane_bits)):
-            _windowed(ctx, w, size, writes, list(range(len(keys))),
+            windowed(ctx, w, size, writes, list(range(len(keys))),
                       lambda g, i: " ".join(f"{b}[{kname} + {i}] = {x};"
                                             for b, x in zip(bufs, vals[keys[g]], strict=True)))
         ctx.barrier()
@@ -342,7 +334,7 @@ def _reduce_across_warps_in_rounds(ctx, op, lay, types, comb, rlay, groups, vals
             ix = _var(ctx, "uint", i, "ridx")  # the fold's lines go before the statement
             return fold(r, ix)
 
-        _windowed(ctx, w, size, reads, first, stmt)
+        windowed(ctx, w, size, reads, first, stmt)
     for i, res in enumerate(op.results):
         ctx.bind(res, [names[per_reg[r]][i] for r in range(rlay.num_regs)])
 
@@ -413,7 +405,7 @@ def _folds_in_rounds(ctx, srcs, types, comb, lay: Layout, specs, descending: boo
             e.line(f"{t} {nm};")
         has = _var(ctx, "bool", "false", "has")
         accs.append((names, has))
-    write = _write_access(ctx, srcs[0], 0)
+    write = write_access(ctx, srcs[0], 0)
     xs = [ctx.exprs(s) for s in srcs]
     w = e.fresh("rnd")
     header = (f"for (uint {w} = {rounds}u; {w}-- > 0u;)" if descending
@@ -421,7 +413,7 @@ def _folds_in_rounds(ctx, srcs, types, comb, lay: Layout, specs, descending: boo
     with e.block(header):
         ctx.barrier()
         with e.guarded(ctx.owner_predicate(lay)):
-            _windowed(ctx, w, size, write, lay.owned_regs(),
+            windowed(ctx, w, size, write, lay.owned_regs(),
                       lambda r, i: " ".join(f"{b}[{i}] = {x[r] if len(x) > 1 else x[0]};"
                                             for b, x in zip(bufs, xs, strict=True)))
         ctx.barrier()
