@@ -213,25 +213,26 @@ def test_num_warps_64(mps_driver, bad):
 
 
 @triton.jit
-def tile_transpose(x_ptr, y_ptr, n, B: tl.constexpr):
-    r = tl.arange(0, B)
-    m = (r[:, None] < n) & (r[None, :] < n)
-    x = tl.load(x_ptr + r[:, None] * n + r[None, :], mask=m, other=0.0)
-    tl.store(y_ptr + r[:, None] * n + r[None, :], tl.trans(x), mask=m)
+def histogram(x_ptr, h_ptr, n, BINS: tl.constexpr, B: tl.constexpr):
+    # tl.histogram keeps its BINS counters in threadgroup memory (4 bytes each) while it counts;
+    # unlike conversions, reductions and dot staging, they cannot be done in rounds.
+    offs = tl.arange(0, B)
+    h = tl.histogram(tl.load(x_ptr + offs, mask=offs < n, other=0), BINS, mask=offs < n)
+    tl.store(h_ptr + tl.arange(0, BINS), h)
 
 
-@bad_input("threadgroup memory over 32 KiB (Triton)", given="a 128x128 float tile through tl.trans (64 KiB)",
+@bad_input("threadgroup memory over 32 KiB (Triton)", given="tl.histogram with 16384 bins (64 KiB of counters)",
            raises="triton.runtime.errors.OutOfResources", says="shared memory")
 def test_threadgroup_memory_over_limit(mps_driver, bad):
-    x = torch.randn(100, 100)
-    y = torch.full_like(x, float("nan"))
+    x = torch.randint(0, 4096, (64,), dtype=torch.int32)
+    h = torch.full((16384,), -1, dtype=torch.int32)
     with bad.expect() as info:
-        tile_transpose[(1,)](x, y, 100, B=128)
-    assert info.value.required > 32768 and info.value.limit == 32768
-    k = tile_transpose.warmup(x, y, 100, B=128, grid=(1,))  # compiles fine: the limit is a load-time check
-    assert k.metadata.shared > 32768
-    tile_transpose[(1,)](x, y, 100, B=64)  # a tile that fits works (the 64x64 corner)
-    torch.testing.assert_close(y[:64, :64], x[:64, :64].T, rtol=0, atol=0)
+        histogram[(1,)](x, h, 50, BINS=16384, B=64)
+    assert info.value.required == 65536 and info.value.limit == 32768 and "histogram" in info.value.name
+    assert "tt.histogram" in str(info.value)  # names the op (and the kernel and line)
+    h = torch.full((4096,), -1, dtype=torch.int32)
+    histogram[(1,)](x, h, 50, BINS=4096, B=64)  # 16 KiB of counters fit
+    assert torch.equal(h, torch.bincount(x[:50], minlength=4096).to(torch.int32))
 
 
 @bad_input("huge block", given="BLOCK=2**20 (Triton's largest) with num_warps=4: 8192 elements per thread",

@@ -18,27 +18,49 @@ def device(mps_driver):
 
 # ---- threadgroup memory and threads: OutOfResources --------------------------------------------
 
-# Threadgroup memory over 32 KiB through kernel[grid]: tests/errors/test_triton_inputs.py.
-
-
-@triton.autotune(configs=[triton.Config({"B": 128}, num_warps=4), triton.Config({"B": 64}, num_warps=2)],
-                 key=["n"])
 @triton.jit
-def transpose_tuned(x_ptr, y_ptr, n, B: tl.constexpr):
+def transpose(x_ptr, y_ptr, n, B: tl.constexpr):
+    # One program transposes a B x B tile: tl.trans goes through threadgroup memory (B*B*4 bytes).
     r = tl.arange(0, B)
     m = (r[:, None] < n) & (r[None, :] < n)
     x = tl.load(x_ptr + r[:, None] * n + r[None, :], mask=m, other=0.0)
-    tl.store(y_ptr + r[:, None] * n + r[None, :], tl.trans(x), mask=m)
+    mt = (r[None, :] < n) & (r[:, None] < n)
+    tl.store(y_ptr + r[:, None] * n + r[None, :], tl.trans(x), mask=mt)
 
 
-def test_autotune_prunes_the_config_over_the_limit(mps_driver, fresh_cache):
+def test_transpose_over_threadgroup_memory_runs_in_rounds(mps_driver, fresh_cache):
+    # A 128 x 128 fp32 tile is 64 KiB: the layout conversion goes through 32 KiB in two rounds.
+    dev = device(mps_driver)
+    n = 100  # not a multiple of the block: masked rows and columns
+    x = torch.randn(n, n, device=dev)
+    y = torch.full_like(x, float("nan"))
+    k = transpose[(1,)](x, y, n, B=128)
+    assert k.metadata.shared <= 32768
+    assert "in 2 rounds of" in k.asm["msl"]
+    torch.testing.assert_close(y, x.T, rtol=0, atol=0)
+
+
+# Threadgroup memory over 32 KiB through kernel[grid]: tests/errors/test_triton_inputs.py.
+
+
+@triton.autotune(configs=[triton.Config({"BINS": 16384}, num_warps=4), triton.Config({"BINS": 4096}, num_warps=2)],
+                 key=["n"])
+@triton.jit
+def histogram_tuned(x_ptr, h_ptr, n, BINS: tl.constexpr):
+    offs = tl.arange(0, 64)
+    h = tl.histogram(tl.load(x_ptr + offs, mask=offs < n, other=0), BINS, mask=offs < n)
+    tl.store(h_ptr + tl.arange(0, BINS), h, mask=tl.arange(0, BINS) < 4096)
+
+
+def test_autotune_prunes_the_config_over_the_limit(mps_driver, fresh_cache, rng):
     dev = device(mps_driver)
     n = 50
-    x = torch.randn(n, n, device=dev)
-    y = torch.full((n, n), float("nan"), device=dev)
-    transpose_tuned[(1,)](x, y, n)
-    assert transpose_tuned.best_config.kwargs["B"] == 64
-    torch.testing.assert_close(y, x.T, rtol=0, atol=0)
+    x = torch.from_numpy(rng.integers(0, 4096, size=64).astype(np.int32)).to(dev)
+    h = torch.full((4096,), -1, dtype=torch.int32, device=dev)
+    histogram_tuned[(1,)](x, h, n)
+    assert histogram_tuned.best_config.kwargs["BINS"] == 4096
+    want = torch.bincount(x[:n].cpu().long(), minlength=4096).to(torch.int32)
+    torch.testing.assert_close(h.cpu(), want, rtol=0, atol=0)
 
 
 @triton.autotune(configs=[triton.Config({"BLOCK": 256}, num_warps=64), triton.Config({"BLOCK": 256}, num_warps=4)],

@@ -6,7 +6,8 @@ Pipeline (one table, `PIPELINE` below; printed by `describe_pipeline()`):
     ttgir  convert to TritonGPU with target "mps:<arch>", then the TritonGPU passes that work
            without a CUDA target. Not run: accelerate_matmul (fails off CUDA; our compiler
            assigns its own dot layout), the software pipeliner (emits async copies that Metal
-           has no equivalent for), f32_dot_tc and all NVIDIA/AMD-specific passes.
+           has no equivalent for) and all NVIDIA/AMD-specific passes. f32_dot_tc runs with
+           emu-tf32 off: it only rewrites bf16x3/bf16x6 dots into bf16 dots.
     msl    triton_mps.compiler.compile_ttgir: TTGIR -> MSL text (`.asm["msl"]`).
     metal  the "binary" (`binary_ext = "metal"`): the MSL as UTF-8 bytes. Metal compiles
            source at run time, so the driver's load_binary builds the pipeline on the device
@@ -20,7 +21,8 @@ Decisions:
 - Dot: `min_dot_size` is (1, 1, 1) for every dtype: the compiler uses 8x8 simdgroup matrices
   where shapes allow and a general fallback otherwise, so Triton's front end need not reject
   small dots. fp8 operands are widened to float in the operand staging (fp8 storage is
-  emulated, compiler/fp8.py); "tf32" and "tf32x3" are accepted and computed in full fp32 (ieee).
+  emulated, compiler/fp8.py); "tf32" and "tf32x3" are accepted and computed in full fp32 (ieee);
+  "bf16x3" / "bf16x6" are Triton's definition (f32_dot_tc: bf16 parts, bf16 dots summed in fp32).
 - Tensor descriptors (tl.make_tensor_descriptor, desc.load/store) become plain masked
   loads/stores in TTIR (`rewrite_tensor_descriptor_to_pointer`). Block pointers were removed
   from the language in Triton 3.9 (tl.make_block_ptr raises in the front end) and with them
@@ -137,7 +139,9 @@ class MPSOptions:
     supported_fp8_dtypes: tuple[str, ...] = ("fp8e5", "fp8e5b16", "fp8e4nv", "fp8e4b8", "fp8e4b15")
     deprecated_fp8_dot_operand_dtypes: tuple[str, ...] = ()
     default_dot_input_precision: str = "ieee"
-    allowed_dot_input_precisions: tuple[str, ...] = ("ieee", "tf32", "tf32x3")
+    # tf32/tf32x3: exact fp32 products (no tf32 rounding); bf16x3/bf16x6: Triton's own f32_dot_tc
+    # pass splits each operand into 2/3 bf16 parts and sums 3/6 bf16 dots, as on NVIDIA.
+    allowed_dot_input_precisions: tuple[str, ...] = ("ieee", "tf32", "tf32x3", "bf16x3", "bf16x6")
     max_num_imprecise_acc_default: int = 0
     extern_libs: Any = None
     ir_override: str | None = None  # handled by Triton's compile(): a user-written .ttir/.ttgir/.msl
@@ -208,6 +212,8 @@ TTGIR_PASSES: list[tuple[str, Callable | None]] = [
     ("convert_to_ttgpuir", lambda pm, o, t: passes.ttir.add_convert_to_ttgpuir(
         pm, t, o.num_warps, THREADS_PER_SIMDGROUP, o.num_ctas)),
     ("coalesce", lambda pm, o, t: passes.ttgpuir.add_coalesce(pm)),
+    # bf16x3/bf16x6 dots -> bf16 dots (emu-tf32 off: tf32x3 is computed in full fp32 instead)
+    ("f32_dot_tc", lambda pm, o, t: passes.ttgpuir.add_f32_dot_tc(pm, False)),
     ("remove_layout_conversions", lambda pm, o, t: passes.ttgpuir.add_remove_layout_conversions(pm)),
     ("optimize_thread_locality", lambda pm, o, t: passes.ttgpuir.add_optimize_thread_locality(pm)),
     ("remove_layout_conversions", lambda pm, o, t: passes.ttgpuir.add_remove_layout_conversions(pm)),

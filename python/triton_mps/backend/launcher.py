@@ -96,29 +96,59 @@ def _nbytes_of(obj: Any) -> int | None:
 # ---- launcher --------------------------------------------------------------------------------
 
 def _arg_specs(src, metadata) -> list[tuple[str, str, str]]:
-    """One (kind, name, msl_type) per bound argument, in Triton's order (constexprs: 'skip')."""
+    """One (kind, name, msl_type) per bound argument, in Triton's order (constexprs: 'skip');
+    tuple arguments count as their leaves, depth first (compiler.flatten_signature)."""
+    from ..compiler import flatten_signature
+
     tmps = metadata.tmps_args
     by_position = {a["signature_index"]: a for a in tmps["args"]}
-    signature = src.signature
-    names = list(signature.keys())
-    if hasattr(src, "fn"):
-        names = list(src.fn.arg_names)
+    names = list(src.fn.arg_names) if hasattr(src, "fn") else []  # the Python names, by position
+    leaves = flatten_signature({(names[i] if i < len(names) else str(key)): ty
+                                for i, (key, ty) in enumerate(src.signature.items())})
     specs = []
-    for i, (key, ty) in enumerate(signature.items()):
-        if isinstance(ty, tuple):
-            raise NotImplementedError(
-                f"kernel '{metadata.name}': tuple argument '{key}' is not supported by the mps launcher")
+    for i, (name, _) in enumerate(leaves):
         info = by_position.get(i)
-        name = names[i] if i < len(names) else str(key)
         if info is None:
             specs.append(("skip", str(name), ""))
         else:
             specs.append((info["kind"], info["name"], info["msl_type"]))
-    missing = set(by_position) - set(range(len(signature)))
+    missing = set(by_position) - set(range(len(leaves)))
     if missing:
         raise RuntimeError(f"kernel '{metadata.name}': compiled arguments at signature positions {sorted(missing)} "
-                           f"are not in its signature of {len(signature)}")
+                           f"are not in its signature of {len(leaves)}")
     return specs
+
+
+class TupleLauncher:
+    """Flattens tuple arguments (depth first, as the kernel takes them) before the native
+    launcher, which binds one value per signature leaf."""
+
+    def __init__(self, native, signature: dict):
+        self.native = native
+        self.types = list(signature.values())
+
+    def __getattr__(self, name):
+        return getattr(self.native, name)
+
+    def __call__(self, gx, gy, gz, stream, function, *rest):
+        # rest: packed metadata, launch metadata, enter hook, exit hook, the kernel's arguments,
+        # then any buffers an outer launcher appends
+        head, args = rest[:4], rest[4:]
+        n = len(self.types)
+        flat: list = []
+        for a, t in zip(args[:n], self.types, strict=False):
+            _flatten_arg(a, t, flat)
+        self.native(gx, gy, gz, stream, function, *head, *flat, *args[n:])
+
+
+def _flatten_arg(value, ty, out: list) -> None:
+    if isinstance(ty, tuple):
+        if not isinstance(value, (tuple, list)) or len(value) != len(ty):
+            raise TypeError(f"expected a tuple of {len(ty)} values for a tuple argument, got {value!r}")
+        for v, t in zip(value, ty, strict=True):
+            _flatten_arg(v, t, out)
+    else:
+        out.append(value)
 
 
 def launch_wait() -> int:
@@ -156,6 +186,8 @@ def make_launcher(src, metadata):
         before_mps=_torch_mps_synchronize,  # `mps` tensors without PyTorch's stream API (old torch)
         wait=1 if debug else launch_wait(),  # device prints/asserts are read right after the launch
     )
+    if any(isinstance(t, tuple) for t in src.signature.values()):
+        native = TupleLauncher(native, src.signature)
     launcher = LockLauncher(native, int(locks["words"])) if locks else native
     return DebugLauncher(launcher, metadata.name, debug) if debug else launcher
 

@@ -57,11 +57,15 @@ def compile_ttgir(mod, *, num_warps: int, signature: dict, constants: dict, kern
     _check_elements_per_thread(module, kernel_name, num_warps)
     state = KernelState(kernel_name, num_warps, module)
 
-    names = [n for n, t in signature.items() if t != "constexpr" and n not in (constants or {})]
-    sig_index = {n: i for i, n in enumerate(signature)}
-    if len(names) != len(func.args):
-        # Triton drops constexpr args (and args specialised as constants) from the function.
-        names = [n for n, t in signature.items() if t != "constexpr"][: len(func.args)]
+    # Tuple arguments are flattened, depth first, as Triton's function takes them; the launcher
+    # flattens the call's arguments the same way (ArgInfo.signature_index counts the leaves).
+    leaves = flatten_signature(signature)
+    sig_types = dict(leaves)
+    sig_index = {n: i for i, (n, _) in enumerate(leaves)}
+    # Triton drops constexpr args (and args specialised as constants) from the function.
+    names = [n for n, t in leaves if t != "constexpr"]
+    if len(names) > len(func.args):
+        names = names[: len(func.args)]
     # Bindings: one per argument (+ the debug buffer). Over Metal's 31, scalars are packed.
     wants_debug = debug_ops.module_uses_debug(module)
     wants_locks = memory_ops.module_uses_locks(module)
@@ -82,7 +86,7 @@ def compile_ttgir(mod, *, num_warps: int, signature: dict, constants: dict, kern
                                f"{len(func.args)}", kernel=kernel_name)
     for i, (name, v) in enumerate(zip(names, func.args, strict=True)):
         _check_arg_type(name, v.type, kernel_name)
-        sig = str(signature.get(name, ""))
+        sig = str(sig_types.get(name, ""))
         if isinstance(v.type, PointerType):
             msl_t = v.type.pointee.msl()
             params.append(f"device {msl_t}* arg{i} [[buffer({next_binding})]]")
@@ -188,6 +192,23 @@ def _check_elements_per_thread(module, kernel: str, num_warps: int) -> None:
         f"({MAX_ELEMENTS_NOTE}): use a smaller block (at most {MAX_ELEMENTS_PER_THREAD * threads} elements "
         f"with num_warps={num_warps}, {MAX_ELEMENTS_PER_THREAD * 1024} with num_warps=32) and loop over the rest",
         op=op.name, kernel=kernel, file=op.file, line=op.line)
+
+
+def flatten_signature(signature: dict) -> list[tuple[str, object]]:
+    """(name, type) of every leaf of Triton's signature, depth first: a tuple argument `xs` of
+    types (t0, (t1, t2)) gives `xs[0]`, `xs[1][0]`, `xs[1][1]`."""
+    out: list[tuple[str, object]] = []
+
+    def walk(name: str, ty) -> None:
+        if isinstance(ty, tuple):
+            for j, t in enumerate(ty):
+                walk(f"{name}[{j}]", t)
+        else:
+            out.append((name, ty))
+
+    for n, t in signature.items():
+        walk(str(n), t)
+    return out
 
 
 def _check_arg_type(name: str, t, kernel: str) -> None:

@@ -24,6 +24,7 @@ class Value:
     layout: Layout | None = None  # for distributed tensors
     uses: int = 0
     owner: Op | None = None  # defining op (None for block arguments)
+    users: list = field(default_factory=list)  # the ops using it (an op once per use)
 
     @property
     def is_tensor(self) -> bool:
@@ -187,6 +188,7 @@ def read_module(mod, context, num_warps: int) -> Module:
         for i in range(o.get_num_operands()):
             v = value(o.get_operand(i))
             v.uses += 1
+            v.users.append(op)
             op.operands.append(v)
         for i in range(o.get_num_results()):
             op.results.append(value(o.get_result(i), op))

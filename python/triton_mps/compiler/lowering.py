@@ -38,12 +38,29 @@ from collections.abc import Callable
 
 from . import fp8, fp64
 from .emitter import Emitter
-from .errors import CompilationError
+from .errors import CompilationError, ThreadgroupMemoryError
 from .ir import Block, Function, Op, Value
 from .layout import Layout, register_map
 from .types import PointerType, TensorType, elem_of
 
 LOWERINGS: dict[str, Callable] = {}
+
+# Metal's threadgroup memory per threadgroup on every Apple GPU. Each op's exchange through the
+# shared scratch array must fit it; ops whose data is larger work in rounds (see
+# ops/layout_conversion.py `windows`).
+SCRATCH_LIMIT = 32 * 1024
+
+
+def scratch_limit() -> int:
+    """SCRATCH_LIMIT, read when used (tests lower it to force rounds on small tensors)."""
+    return SCRATCH_LIMIT
+
+
+# Hooks `fn(ctx, user_op, value) -> bool`: True when user_op, lowered later, reads `value` (a
+# layout conversion's result) only through the conversion's source (tt.dot stages its operands
+# into threadgroup memory from before their conversion). A conversion whose every user says so
+# is not lowered at all (ops/layout_conversion.py).
+STAGES_FROM_SOURCE: list[Callable] = []
 
 
 def lowers(*names: str):
@@ -244,7 +261,17 @@ class LoweringContext:
 
     # ---- threadgroup memory ---------------------------------------------------------------------
     def scratch(self, nbytes: int, msl_type: str = "uchar") -> str:
-        """A `threadgroup T*` expression at the start of the shared scratch array (>= nbytes)."""
+        """A `threadgroup T*` expression at the start of the shared scratch array (>= nbytes).
+        Over SCRATCH_LIMIT: ThreadgroupMemoryError (also Triton's OutOfResources)."""
+        limit = scratch_limit()
+        if nbytes > limit:
+            op = self.current_op
+            raise ThreadgroupMemoryError(
+                nbytes, limit,
+                f"needs {nbytes} bytes of threadgroup memory at once; Metal allows {limit} per "
+                f"threadgroup (reduce the block sizes)",
+                op=op.name if op else "", kernel=self.state.kernel_name, file=op.file if op else "",
+                line=op.line if op else 0)
         self.state.scratch_bytes = max(self.state.scratch_bytes, (nbytes + 15) // 16 * 16)
         return f"((threadgroup {msl_type}*)tmps_smem)"
 

@@ -137,7 +137,9 @@ def parse_type(text: str):
     if t.startswith("!tt.ptr<") and t.endswith(">"):
         inner = _split_top(t[len("!tt.ptr<"):-1])
         pointee = parse_type(inner[0])
-        space = int(inner[1]) if len(inner) > 1 else 1
+        # `!tt.ptr<f32, 1>`; a `tl.const` pointer prints as `!tt.ptr<f32, "constant">` (read-only
+        # global memory: bound like any other pointer).
+        space = next((int(x) for x in inner[1:] if x.isdigit()), 1)
         return PointerType(pointee, space)
     if t.startswith("tensor<") and t.endswith(">"):
         body = t[len("tensor<"):-1]

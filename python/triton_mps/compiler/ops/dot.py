@@ -20,14 +20,16 @@ lowerings, chosen per op:
   back once after the loop.
 - FMA: each thread computes its own D registers. When the operand layouts put every A(m, k) and
   B(k, n) that a D(m, n) register needs into the same thread (lane and warp parts agree, checked
-  at compile time), registers are matched at compile time; otherwise A and B go through
-  threadgroup memory first (never silently wrong).
+  at compile time) and the unrolled code stays small (MAX_UNROLLED_FMAS), registers are matched
+  at compile time; otherwise A and B go through threadgroup memory first (never silently wrong),
+  K chunks at a time when A and B do not fit 32 KiB at once.
 
 Numerics: fp32/fp16/bf16/fp8 inputs multiply and accumulate in fp32 (inputs widened first,
 fp8 through the exact conversion helpers of fp8.py, in the operand staging);
 input_precision "ieee", "tf32", "tf32x3" are all computed as exact fp32 products (no tf32
-rounding). max_num_imprecise_acc is ignored. int8 inputs are read as signed and accumulate in
-int32 with wrap-around. The sum is rounded once to the result type (out_dtype) at the end.
+rounding); "bf16x3"/"bf16x6" never reach here as such: Triton's f32_dot_tc pass (backend
+pipeline) rewrites them into bf16 dots. max_num_imprecise_acc is ignored. int8 inputs are read
+as signed and accumulate in int32 with wrap-around. The sum is rounded once to the result type (out_dtype) at the end.
 
 TRITON_MPS_DOT=fma|simdgroup|auto (default auto) forces a path (simdgroup only where it applies).
 """
@@ -40,13 +42,16 @@ from contextlib import nullcontext
 from .. import fp64
 from ..ir import Op, Value
 from ..layout import Layout
-from ..lowering import LoweringContext, lowers
+from ..lowering import STAGES_FROM_SOURCE, LoweringContext, lowers, scratch_limit
 from ..types import ScalarType, elem_of
 from .elementwise import fp8_to_float
 from .layout_conversion import row_major
 
 ENV = "TRITON_MPS_DOT"
-SCRATCH_LIMIT = 32 * 1024  # Metal's threadgroup memory per threadgroup
+# The register FMA path is fully unrolled (one line per register and k): beyond this many FMAs
+# per thread the operands go through threadgroup memory with a K loop instead (the MSL of a
+# 128x128x64 int8 dot would otherwise be ~8k lines per thread, minutes to compile).
+MAX_UNROLLED_FMAS = 2048
 _FLOAT_IN = ("f16", "bf16", "f32")
 _INT_IN = ("i8",)
 
@@ -107,18 +112,53 @@ def dot(ctx: LoweringContext, op: Op):
     if ta.name == "f64":
         _lower_f64(ctx, a, b, c, d, K, desc)
         return
-    rec = getattr(ctx, _TABLE, {}).get(id(op))
-    if rec is not None:
-        _lower_carried(ctx, rec, a, b, d, desc)
-        return
-    if mode != "fma" and _simdgroup_ok(rank, M, N, K, is_int):
+    path, plan = _path(ctx, op, mode, is_int)
+    if path == "carried":
+        _lower_carried(ctx, getattr(ctx, _TABLE)[id(op)], a, b, d, desc)
+    elif path == "simdgroup":
         _lower_simdgroup(ctx, a, b, c, d, M, N, K, desc)
-        return
-    plan = _register_plan(la, lb, lc, K)
-    if plan is not None:
+    elif path == "registers":
         _lower_fma_registers(ctx, a, b, c, d, plan, is_int, desc)
     else:
         _lower_fma_scratch(ctx, a, b, c, d, K, is_int, desc)
+
+
+def _path(ctx: LoweringContext, op: Op, mode: str, is_int: bool):
+    """(path, register plan): "carried" (accumulator in simdgroup registers across a loop),
+    "simdgroup", "registers" (FMA, operands matched in registers) or "scratch" (FMA, operands
+    through threadgroup memory)."""
+    a, b, c = op.operands[:3]
+    if id(op) in getattr(ctx, _TABLE, {}):
+        return "carried", None
+    la, lb, lc = a.layout, b.layout, c.layout
+    M, N, K = lc.shape[-2], lc.shape[-1], la.shape[-1]
+    if mode != "fma" and _simdgroup_ok(lc.rank, M, N, K, is_int):
+        return "simdgroup", None
+    plan = _register_plan(la, lb, lc, K)
+    if plan is not None and len(lc.owned_regs()) * K <= MAX_UNROLLED_FMAS:
+        return "registers", plan
+    return "scratch", None
+
+
+def _stages_from_source(ctx: LoweringContext, user: Op, v: Value) -> bool:
+    """Hook (lowering.STAGES_FROM_SOURCE): this tt.dot reads operand v only through
+    _pre_conversion, so v's conversion need not be lowered."""
+    if user.name != "tt.dot" or len(user.operands) < 3 or user.operands[2] is v:
+        return False
+    if not any(x is v for x in user.operands[:2]):
+        return False
+    if not all(x.is_tensor and x.layout is not None for x in user.operands[:3]):
+        return False
+    ta = elem_of(user.operands[0].type)
+    try:
+        mode = dot_mode()
+        path, _ = _path(ctx, user, mode, isinstance(ta, ScalarType) and ta.name in _INT_IN)
+    except Exception:  # anything unusual: lower the conversion, let the dot report it
+        return False
+    return path != "registers" and _pre_conversion(ctx, v) is not v
+
+
+STAGES_FROM_SOURCE.append(_stages_from_source)
 
 
 # ---- shared helpers ---------------------------------------------------------------------------
@@ -127,10 +167,10 @@ def _simdgroup_plan(M: int, N: int, K: int) -> tuple[int, int] | None:
     is read back RB rows at a time (RB * N floats), both within SCRATCH_LIMIT; the largest
     chunks that fit (fewest barriers). None when not even 8 fits."""
     kc = K
-    while kc >= 8 and (kc % 8 or K % kc or (M + N) * kc * 4 > SCRATCH_LIMIT):
+    while kc >= 8 and (kc % 8 or K % kc or (M + N) * kc * 4 > scratch_limit()):
         kc -= 8
     rb = M
-    while rb >= 8 and (rb % 8 or M % rb or rb * N * 4 > SCRATCH_LIMIT):
+    while rb >= 8 and (rb % 8 or M % rb or rb * N * 4 > scratch_limit()):
         rb -= 8
     if kc < 8 or rb < 8:
         return None
@@ -260,40 +300,55 @@ def _lower_fma_registers(ctx: LoweringContext, a, b, c, d, plan, is_int: bool, d
 
 
 # ---- FMA, operands through threadgroup memory --------------------------------------------------
+def _fma_chunk(M: int, N: int, K: int, batch: int) -> int | None:
+    """The K chunk: the largest divisor of K whose A (.., M, kc) and B (.., kc, N) slices fit
+    SCRATCH_LIMIT together (fewest barriers), None when not even one column fits."""
+    for kc in range(K, 0, -1):
+        if K % kc == 0 and batch * (M + N) * kc * 4 <= scratch_limit():
+            return kc
+    return None
+
+
 def _lower_fma_scratch(ctx: LoweringContext, a, b, c, d, K: int, is_int: bool, desc: str) -> None:
     e = ctx.e
     la, lb, lc = ctx.layout(a), ctx.layout(b), ctx.layout(c)
     td = elem_of(d.type)
-    na, nb = _numel(la.shape), _numel(lb.shape)
     acc_t = "int" if is_int else "float"
-    if (na + nb) * 4 > SCRATCH_LIMIT:
-        ctx.error(None, f"{desc}: operands are spread over threads in a way this backend can only "
-                        f"handle through threadgroup memory, and they need {(na + nb) * 4} bytes "
-                        f"(limit {SCRATCH_LIMIT})")
-    buf = ctx.scratch((na + nb) * 4, acc_t)
-    e.comment(f"{desc}: FMA with operands through threadgroup memory")
-    ctx.barrier()
-    _stage(ctx, a, buf, 0, is_int)
-    _stage(ctx, b, buf, na, is_int)
-    ctx.barrier()
+    M, N = lc.shape[-2], lc.shape[-1]
+    batch = _numel(lc.shape[:-2])
+    kc = _fma_chunk(M, N, K, batch)
+    if kc is None:  # not even one K column of A and B fits: ThreadgroupMemoryError
+        ctx.scratch(batch * (M + N) * 4, acc_t)
+    a_src, b_src = _pre_conversion(ctx, a), _pre_conversion(ctx, b)  # each element written once
+    sa, sb = list(la.shape), list(lb.shape)
+    sa[-1] = sb[-2] = kc
+    na = _numel(sa)
+    buf = ctx.scratch((na + _numel(sb)) * 4, acc_t)
+    e.comment(f"{desc}: FMA with operands through threadgroup memory"
+              + (f", K staged {kc} at a time" if kc < K else ""))
     base = e.fresh("dacc")
-    N = lc.shape[-1]
-    kv = e.fresh("k")
     owned = [r for r in range(lc.num_regs) if not (r & lc.reg_dup_mask)]
     for r in owned:
-        cs = ctx.coord(lc, r)
-        batch = cs[:-2]
-        a_row = row_major(la.shape, batch + [cs[-2], "0u"])
-        b_col = row_major(lb.shape, batch + ["0u", cs[-1]])
-        acc = f"{base}_{r}"
-        e.line(f"{acc_t} {acc} = {_wide(ctx, c, r, is_int)};")
-        with e.block(f"for (uint {kv} = 0u; {kv} < {K}u; ++{kv})"):
-            x = f"{buf}[{a_row} + {kv}]"
-            y = f"{buf}[{na}u + {b_col} + {kv} * {N}u]"
-            if is_int:
-                e.line(f"{acc} = (int)((uint){acc} + (uint)({x} * {y}));")
-            else:
-                e.line(f"{acc} = fma({x}, {y}, {acc});")
+        e.line(f"{acc_t} {base}_{r} = {_wide(ctx, c, r, is_int)};")
+    kv = e.fresh("k")
+    for k0 in range(0, K, kc):
+        ctx.barrier()  # earlier readers of the scratch (other ops, the previous chunk) are done
+        _stage_chunk(ctx, a_src, buf, 0, la.rank - 1, k0, kc, is_int)
+        _stage_chunk(ctx, b_src, buf, na, lb.rank - 2, k0, kc, is_int)
+        ctx.barrier()
+        for r in owned:
+            cs = ctx.coord(lc, r)
+            bt = cs[:-2]
+            a_row = row_major(sa, bt + [cs[-2], "0u"])
+            b_col = row_major(sb, bt + ["0u", cs[-1]])
+            acc = f"{base}_{r}"
+            with e.block(f"for (uint {kv} = 0u; {kv} < {kc}u; ++{kv})"):
+                x = f"{buf}[{a_row} + {kv}]"
+                y = f"{buf}[{na}u + {b_col} + {kv} * {N}u]"
+                if is_int:
+                    e.line(f"{acc} = (int)((uint){acc} + (uint)({x} * {y}));")
+                else:
+                    e.line(f"{acc} = fma({x}, {y}, {acc});")
     _define_result(ctx, d, lc, lambda r: _result(td, f"{base}_{r}", is_int))
 
 
@@ -400,9 +455,10 @@ def _static_dim(lay: Layout, d: int) -> bool:
     return not any(bb[d] for bb in lay.lane_bases) and not any(bb[d] for bb in lay.warp_bases)
 
 
-def _stage_chunk(ctx: LoweringContext, v: Value, buf: str, base: int, kdim: int, k0: int, kc: int) -> None:
+def _stage_chunk(ctx: LoweringContext, v: Value, buf: str, base: int, kdim: int, k0: int, kc: int,
+                 is_int: bool = False) -> None:
     """Owners write v's elements whose coordinate along kdim is in [k0, k0 + kc), widened to
-    float, at base + row-major index in the (kc along kdim) chunk."""
+    float (int), at base + row-major index in the (kc along kdim) chunk."""
     lay = ctx.layout(v)
     e = ctx.e
     static = _static_dim(lay, kdim)
@@ -421,7 +477,7 @@ def _stage_chunk(ctx: LoweringContext, v: Value, buf: str, base: int, kdim: int,
             else:
                 cs[kdim] = f"(({cs[kdim]}) - {k0}u)"
                 guard = f"{cs[kdim]} < {kc}u"  # unsigned: also false below k0
-            line = f"{buf}[{f'{base}u + ' if base else ''}{row_major(shape, cs)}] = {_wide(ctx, v, r, False)};"
+            line = f"{buf}[{f'{base}u + ' if base else ''}{row_major(shape, cs)}] = {_wide(ctx, v, r, is_int)};"
             e.line(f"if ({guard}) {line}" if guard else line)
 
     owner = ctx.owner_predicate(lay)
@@ -433,7 +489,8 @@ def _pre_conversion(ctx: LoweringContext, v: Value) -> Value:
     """The same tensor before its conversion to the dot-operand layout, when that is a
     convert_layout or a local_alloc/local_load pair of a distributed tensor: staging it from
     there writes each element once (dot-operand layouts replicate A across the N lanes and B
-    across the M lanes). Falls back to v itself."""
+    across the M lanes), and then the conversion itself is not lowered (_stages_from_source).
+    Falls back to v itself."""
     op = v.owner
     src = None
     if op is not None and op.name == "ttg.convert_layout":

@@ -21,11 +21,9 @@ import re
 
 from .. import fp8
 from ..ir import Op
-from ..lowering import LoweringContext, lowers
+from ..lowering import LoweringContext, lowers, scratch_limit
 from ..types import ScalarType, TensorType, elem_of
 from .layout_conversion import _size
-
-SCRATCH_LIMIT = 32 * 1024
 
 _E2M1 = """inline float tmps_e2m1_to_f32(uint nib) {
   // s.ee.m, bias 1: 0, 0.5, 1, 1.5, 2, 3, 4, 6
@@ -156,7 +154,7 @@ def dot_scaled(ctx: LoweringContext, op: Op):
     step = 2 if (A.pack_k == 2 or B.pack_k == 2) else 1
     kc = K
     while kc >= step and (K % kc or kc % step or
-                          scale_bytes + _align(A.chunk_bytes(kc)) + _align(B.chunk_bytes(kc)) > SCRATCH_LIMIT):
+                          scale_bytes + _align(A.chunk_bytes(kc)) + _align(B.chunk_bytes(kc)) > scratch_limit()):
         kc -= step
     if kc < step:
         ctx.error(op, f"tt.dot_scaled {M}x{N}x{K}: the operands do not fit threadgroup memory even one K "

@@ -501,14 +501,12 @@ def _atomic(ctx: LoweringContext, op: Op, make_call) -> None:
     full = [names.get(r) or names[lay.find_register(lay.reg_coord(r))] for r in range(lay.num_regs)]
     if used and lay.has_thread_dups:
         # Duplicated threads did not run the atomic: get the owners' results.
-        from .layout_conversion import _size, store_to_scratch
+        from .layout_conversion import static_index, thread_index_mask, through_scratch
 
-        buf = ctx.scratch(res.type.numel * _size(t), t)
         ctx.bind(res, full)
-        ctx.barrier()
-        store_to_scratch(ctx, res, buf)
-        ctx.barrier()
-        ctx.define(res, lambda r: f"{buf}[{ctx.linear_index(lay, r)}]", hint=ctx.hint(res, "old"))
+        through_scratch(ctx, [(res, 0)], res.type.numel, res, lambda r, c: ctx.linear_index(lay, r),
+                        ctx.hint(res, "old"), lambda r: static_index(lay.shape, lay.reg_coord(r)),
+                        thread_index_mask(lay.shape, lay.lane_bases + lay.warp_bases))
     else:
         ctx.bind(res, full)
 

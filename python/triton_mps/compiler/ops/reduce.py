@@ -31,9 +31,20 @@ import math
 
 from ..ir import Op
 from ..layout import Layout, register_map
-from ..lowering import LoweringContext, lowers
+from ..lowering import LoweringContext, lowers, scratch_limit
 from ..types import TensorType
-from .layout_conversion import _size, row_major, store_to_scratch
+from .layout_conversion import (
+    Access,
+    _size,
+    row_major,
+    static_index,
+    store_to_scratch,
+    thread_index_mask,
+    through_scratch,
+    windowed,
+    windows,
+    write_access,
+)
 
 # ---------------------------------------------------------------------------------------------
 # helpers
@@ -227,17 +238,13 @@ def _reduce_across_warps(ctx, op, lay, axis, types, comb, rlay, groups, vals, la
     for s in players.shape:
         nres *= s
     K = 1 << len(warp_bits)
+    if windows(nres, K * sum(_size(t) for t in types))[0] > 1:
+        _reduce_across_warps_in_rounds(ctx, op, lay, types, comb, rlay, groups, vals, lane_bits, warp_bits,
+                                       players, nres, K)
+        return
     bufs = _scratch_arrays(ctx, [(t, K * nres) for t in types])
     k_terms = [f"(((tmps_warp >> {j}u) & 1u) << {i}u)" for i, j in enumerate(warp_bits)]
     kexpr = " | ".join(k_terms) if k_terms else "0u"
-    # One writer per (warp partial, result element): lanes along the axis hold the same value
-    # after the butterfly, duplicated lanes/warps hold copies.
-    lane_skip = _bits_mask(lane_bits) | lay.lane_dup_mask
-    conds = []
-    if lane_skip:
-        conds.append(f"(tmps_lane & {lane_skip}u) == 0u")
-    if lay.warp_dup_mask:
-        conds.append(f"(tmps_warp & {lay.warp_dup_mask}u) == 0u")
     ctx.barrier()
     kname = _var(ctx, "uint", f"({kexpr}) * {nres}u", "wslot")
 
@@ -247,7 +254,7 @@ def _reduce_across_warps(ctx, op, lay, axis, types, comb, rlay, groups, vals, la
             for buf, x in zip(bufs, vals[key], strict=True):
                 e.line(f"{buf}[{kname} + {slot}] = {x};")
 
-    with e.guarded(" && ".join(conds)):
+    with e.guarded(_warp_partial_writers(lay, lane_bits)):
         write()
     ctx.barrier()
     results = op.results
@@ -267,6 +274,69 @@ def _reduce_across_warps(ctx, op, lay, axis, types, comb, rlay, groups, vals, la
         per_reg.append(memo[idx])
     for i, res in enumerate(results):
         ctx.bind(res, [p[i] for p in per_reg])
+
+
+def _warp_partial_writers(lay, lane_bits) -> str:
+    """Condition for one writer per (warp partial, result element): lanes along the axis hold
+    the same value after the butterfly, duplicated lanes/warps hold copies."""
+    lane_skip = _bits_mask(lane_bits) | lay.lane_dup_mask
+    conds = []
+    if lane_skip:
+        conds.append(f"(tmps_lane & {lane_skip}u) == 0u")
+    if lay.warp_dup_mask:
+        conds.append(f"(tmps_warp & {lay.warp_dup_mask}u) == 0u")
+    return " && ".join(conds)
+
+
+def _reduce_across_warps_in_rounds(ctx, op, lay, types, comb, rlay, groups, vals, lane_bits, warp_bits,
+                                   players, nres: int, K: int):
+    """_reduce_across_warps when the K x nres partials do not fit threadgroup memory: rounds over
+    windows of result elements (layout_conversion.windows), K partials per element each."""
+    e = ctx.e
+    rounds, size = windows(nres, K * sum(_size(t) for t in types))
+    bufs = _scratch_arrays(ctx, [(t, K * size) for t in types])
+    e.comment(f"partials of {nres} results through threadgroup memory in {rounds} rounds of {size}")
+    kexpr = " | ".join(f"(((tmps_warp >> {j}u) & 1u) << {i}u)" for i, j in enumerate(warp_bits)) or "0u"
+    kname = _var(ctx, "uint", f"({kexpr}) * {size}u", "wslot")
+    keys = list(groups)
+    pshape = players.shape
+    writes = Access([row_major(pshape, ctx.coord(players, groups[k][0])) for k in keys],
+                    [static_index(pshape, players.reg_coord(groups[k][0])) for k in keys],
+                    row_major(pshape, ctx.coord(players, 0)),
+                    thread_index_mask(pshape, players.lane_bases + players.warp_bases))
+    uniq: dict[str, int] = {}
+    per_reg = [uniq.setdefault(ctx.linear_index(rlay, r), r) for r in range(rlay.num_regs)]
+    first = sorted(set(per_reg))
+    reads = Access([ctx.linear_index(rlay, r) for r in range(rlay.num_regs)],
+                   [static_index(rlay.shape, rlay.reg_coord(r)) for r in range(rlay.num_regs)],
+                   ctx.linear_index(rlay, 0), thread_index_mask(rlay.shape, rlay.lane_bases + rlay.warp_bases))
+    names = {r: [e.fresh("red") for _ in types] for r in first}
+    for r in first:
+        for t, nm in zip(types, names[r], strict=True):
+            e.line(f"{t} {nm};")
+    w = e.fresh("rnd")
+    with e.block(f"for (uint {w} = 0u; {w} < {rounds}u; ++{w})"):
+        ctx.barrier()
+        with e.guarded(_warp_partial_writers(lay, lane_bits)):
+            windowed(ctx, w, size, writes, list(range(len(keys))),
+                      lambda g, i: " ".join(f"{b}[{kname} + {i}] = {x};"
+                                            for b, x in zip(bufs, vals[keys[g]], strict=True)))
+        ctx.barrier()
+
+        def fold(r, i):
+            acc = tuple(_var(ctx, t, f"{b}[{i}]", "part") for t, b in zip(types, bufs, strict=True))
+            for k in range(1, K):
+                nxt = tuple(_var(ctx, t, f"{b}[{i} + {k * size}u]", "part") for t, b in zip(types, bufs, strict=True))
+                acc = comb(acc, nxt, memo=False)
+            return " ".join(f"{nm} = {x};" for nm, x in zip(names[r], acc, strict=True))
+
+        def stmt(r, i):
+            ix = _var(ctx, "uint", i, "ridx")  # the fold's lines go before the statement
+            return fold(r, ix)
+
+        windowed(ctx, w, size, reads, first, stmt)
+    for i, res in enumerate(op.results):
+        ctx.bind(res, [names[per_reg[r]][i] for r in range(rlay.num_regs)])
 
 
 def _fold_loop(ctx, comb, types, init: list[str], bufs, index_of, loop_header: str) -> tuple:
@@ -294,19 +364,74 @@ def _all_to_scratch(ctx, srcs, types, numel) -> list[str]:
 def _reduce_generic(ctx, op, lay, axis, types, comb, rlay):
     shape = lay.shape
     numel = math.prod(shape)
-    bufs = _all_to_scratch(ctx, op.operands, types, numel)
     n = shape[axis]
-    per_reg, memo = [], {}
+    keys, per_reg = {}, []
     for r in range(1 if rlay is None else rlay.num_regs):
         c = [] if rlay is None else ctx.coord(rlay, r)
-        key = tuple(c)
-        if key not in memo:
+        per_reg.append(keys.setdefault(tuple(c), len(keys)))
+    if _rounds(types, numel) == 1:
+        bufs = _all_to_scratch(ctx, op.operands, types, numel)
+        folds = []
+        for c in keys:
             index_of = lambda i, c=c: row_major(shape, _insert(c, axis, i))  # noqa: E731
             init = [f"{b}[{index_of('0u')}]" for b in bufs]
-            memo[key] = _fold_loop(ctx, comb, types, init, bufs, index_of, f"for (uint i = 1u; i < {n}u; ++i)")
-        per_reg.append(memo[key])
+            folds.append(_fold_loop(ctx, comb, types, init, bufs, index_of, f"for (uint i = 1u; i < {n}u; ++i)"))
+    else:
+        specs = [(lambda i, c=c: row_major(shape, _insert(list(c), axis, i)),
+                  lambda i: f"for (uint {i} = 0u; {i} < {n}u; ++{i})") for c in keys]
+        folds = _folds_in_rounds(ctx, op.operands, types, comb, lay, specs, descending=False)
     for i, res in enumerate(op.results):
-        ctx.bind(res, [p[i] for p in per_reg])
+        ctx.bind(res, [folds[k][i] for k in per_reg])
+
+
+def _rounds(types, numel: int) -> int:
+    return windows(numel, sum(_size(t) for t in types))[0]
+
+
+def _folds_in_rounds(ctx, srcs, types, comb, lay: Layout, specs, descending: bool) -> list[tuple]:
+    """Sequential folds over elements of srcs (all in layout lay) that do not fit threadgroup
+    memory at once: the elements pass through it in rounds of row-major index windows (ascending,
+    or descending), and each fold (index_of(i), loop_header(i)) combines the elements of its
+    loop that are in the window, in loop order. Index windows are contiguous, so a fold whose
+    indices grow with i (shrink, descending) sees its elements in exactly its loop order."""
+    e = ctx.e
+    rounds, size = windows(math.prod(lay.shape), sum(_size(t) for t in types))
+    bufs = _scratch_arrays(ctx, [(t, size) for t in types])
+    e.comment(f"elements through threadgroup memory in {rounds} rounds of {size}")
+    accs = []
+    for _ in specs:
+        names = [ctx.e.fresh("acc") for _ in types]
+        for t, nm in zip(types, names, strict=True):
+            e.line(f"{t} {nm};")
+        has = _var(ctx, "bool", "false", "has")
+        accs.append((names, has))
+    write = write_access(ctx, srcs[0], 0)
+    xs = [ctx.exprs(s) for s in srcs]
+    w = e.fresh("rnd")
+    header = (f"for (uint {w} = {rounds}u; {w}-- > 0u;)" if descending
+              else f"for (uint {w} = 0u; {w} < {rounds}u; ++{w})")
+    with e.block(header):
+        ctx.barrier()
+        with e.guarded(ctx.owner_predicate(lay)):
+            windowed(ctx, w, size, write, lay.owned_regs(),
+                      lambda r, i: " ".join(f"{b}[{i}] = {x[r] if len(x) > 1 else x[0]};"
+                                            for b, x in zip(bufs, xs, strict=True)))
+        ctx.barrier()
+        for (index_of, loop_header), (names, has) in zip(specs, accs, strict=True):
+            i = e.fresh("i")
+            with e.block(loop_header(i)):
+                ix = _var(ctx, "uint", f"({index_of(i)}) - {w} * {size}u", "wix")
+                with e.block(f"if ({ix} < {size}u)"):
+                    el = [_var(ctx, t, f"{b}[{ix}]", "el") for t, b in zip(types, bufs, strict=True)]
+                    with e.block(f"if ({has})"):
+                        out = comb(names, el, memo=False)
+                        for a, o in zip(names, out, strict=True):
+                            e.line(f"{a} = {o};")
+                    with e.block("else"):
+                        for a, x in zip(names, el, strict=True):
+                            e.line(f"{a} = {x};")
+                    e.line(f"{has} = true;")
+    return [tuple(names) for names, _ in accs]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -481,16 +606,24 @@ def _scan_hypercube(ctx, op, lay: Layout, plan, reverse: bool, types, comb) -> l
                                 for t, v in zip(types, T[k], strict=True)) for k in keys}
             bitx = f"(tmps_lane & {m}u)"
         else:
+            # segment totals of every thread, in rounds of U keys when they do not fit at once
             U = len(keys)
+            while U > 1 and sum((nthreads * U * _size(t) + 7) // 8 * 8 for t in types) > scratch_limit():
+                U = (U + 1) // 2
             bufs = _scratch_arrays(ctx, [(t, nthreads * U) for t in types])
-            ctx.barrier()
-            for ui, k in enumerate(keys):
-                for b, v in zip(bufs, T[k], strict=True):
-                    e.line(f"{b}[tmps_tid * {U}u + {ui}u] = {v};")
-            ctx.barrier()
+            if U < len(keys):
+                e.comment(f"segment totals through threadgroup memory in {-(-len(keys) // U)} rounds of {U}")
             other = _var(ctx, "uint", f"(tmps_tid ^ {1 << (j + 5)}u) * {U}u", "ptid")
-            partner = {k: tuple(_var(ctx, t, f"{b}[{other} + {ui}u]", "wpt") for t, b in zip(types, bufs, strict=True))
-                       for ui, k in enumerate(keys)}
+            partner = {}
+            for k0 in range(0, len(keys), U):
+                ctx.barrier()
+                for ui, k in enumerate(keys[k0:k0 + U]):
+                    for b, v in zip(bufs, T[k], strict=True):
+                        e.line(f"{b}[tmps_tid * {U}u + {ui}u] = {v};")
+                ctx.barrier()
+                for ui, k in enumerate(keys[k0:k0 + U]):
+                    partner[k] = tuple(_var(ctx, t, f"{b}[{other} + {ui}u]", "wpt")
+                                       for t, b in zip(types, bufs, strict=True))
             bitx = f"(tmps_warp & {1 << j}u)"
         late = _var(ctx, "bool", f"{bitx} {'==' if reverse else '!='} 0u", "late")
         for k in keys:
@@ -524,8 +657,21 @@ def _scan_hypercube(ctx, op, lay: Layout, plan, reverse: bool, types, comb) -> l
 def _scan_generic(ctx, op, lay: Layout, axis: int, reverse: bool, types, comb) -> list[tuple]:
     shape = lay.shape
     numel = math.prod(shape)
-    bufs = _all_to_scratch(ctx, op.operands, types, numel)
     n = shape[axis]
+    keys, per_reg = {}, []
+    for r in range(lay.num_regs):
+        per_reg.append(keys.setdefault(tuple(ctx.coord(lay, r)), len(keys)))
+    if _rounds(types, numel) > 1:
+        specs = []
+        for c in keys:
+            pos = _var(ctx, "uint", c[axis], "pos")
+            index_of = lambda i, c=c: row_major(shape, [i if d == axis else x for d, x in enumerate(c)])  # noqa: E731
+            loop = ((lambda i, pos=pos: f"for (uint {i} = {n}u; {i}-- > {pos};)") if reverse else  # noqa: E731
+                    (lambda i, pos=pos: f"for (uint {i} = 0u; {i} <= {pos}; ++{i})"))
+            specs.append((index_of, loop))
+        folds = _folds_in_rounds(ctx, op.operands, types, comb, lay, specs, descending=reverse)
+        return [folds[k] for k in per_reg]
+    bufs = _all_to_scratch(ctx, op.operands, types, numel)
     out, memo = [], {}
     for r in range(lay.num_regs):
         c = ctx.coord(lay, r)
@@ -590,15 +736,12 @@ def gather(ctx: LoweringContext, op: Op):
     m = list(range(rlay.num_regs)) if ilay.same_as(rlay) else register_map(ilay, rlay)
     if m is None:
         ctx.error(op, "gather index and result layouts differ")
-    t = ctx.msl_type(src)
     n = slay.shape[axis]
-    buf = _all_to_scratch(ctx, [src], [t], src.type.numel)[0]
-    ctx.e.comment(f"tt.gather axis {axis} through threadgroup memory")
 
-    def reg(r):
-        c = ctx.coord(rlay, r)
+    def index(r, c):
+        c = list(c)
         # Out-of-range indices are undefined in Triton: clamp so we never read past the array.
         c[axis] = f"min((uint)({ctx.expr(idx, m[r])}), {n - 1}u)"
-        return f"{buf}[{row_major(slay.shape, c)}]"
+        return row_major(slay.shape, c)
 
-    ctx.define(res, reg, hint=ctx.hint(res, "gather"))
+    through_scratch(ctx, [(src, 0)], src.type.numel, res, index, ctx.hint(res, "gather"))

@@ -5,7 +5,7 @@ from __future__ import annotations
 from ..ir import Op
 from ..lowering import LoweringContext, lowers
 from ..types import TensorType
-from .layout_conversion import _size, from_scratch, remap, row_major, scratch_type, store_to_scratch
+from .layout_conversion import remap, row_major, through_scratch
 
 
 @lowers("tt.broadcast")
@@ -82,16 +82,9 @@ def trans(ctx: LoweringContext, op: Op):
 def _gather_many(ctx: LoweringContext, op: Op, sources, dst, index_fn, hint):
     """dst reg r = element index_fn(dst coord exprs) of the sources laid out one after another
     in threadgroup memory (source k at offset k * numel(source))."""
-    ty = ctx.msl_type(dst)
     n = sources[0].type.numel
-    buf = ctx.scratch(n * len(sources) * _size(ty), scratch_type(ty))
-    ctx.e.comment(f"{hint}: through threadgroup memory")
-    ctx.barrier()
-    for k, s in enumerate(sources):
-        store_to_scratch(ctx, s, buf, base=k * n)
-    ctx.barrier()
-    dlay = ctx.layout(dst)
-    ctx.define(dst, lambda r: from_scratch(ty, f"{buf}[{index_fn(ctx.coord(dlay, r))}]"), hint=hint)
+    through_scratch(ctx, [(s, k * n) for k, s in enumerate(sources)], n * len(sources), dst,
+                    lambda r, c: index_fn(c), hint)
 
 
 def _threads_match(full, part) -> bool:
