@@ -264,7 +264,8 @@ class TritonLauncher {
       const uint64_t offset = call_u64(t, "storage_offset") * call_u64(t, "element_size");
       std::unique_ptr<RawBuffer> inner = ctx.device->wrap_native_buffer(reinterpret_cast<void*>(storage_ptr));
       // The tensor itself lives until the dispatch completed (see OwnedHostBuffer).
-      auto raw = std::make_shared<OwnedHostBuffer>(std::move(inner), nb::borrow(t));
+      auto tracked = ctx.pool->track_wrapped(inner->length());
+      auto raw = std::make_shared<OwnedHostBuffer>(std::move(inner), nb::borrow(t), std::move(tracked));
       return buffer(std::move(raw), offset);
     }
     // A CPU tensor: wrap its whole storage (a kernel may address any byte of the allocation,
@@ -273,7 +274,8 @@ class TritonLauncher {
     if (data_ptr < storage_ptr || data_ptr - storage_ptr > storage_bytes)
       throw InvalidArgument(who(s) + ": data_ptr() is outside the tensor's storage");
     std::unique_ptr<RawBuffer> inner = ctx.device->wrap_host_memory(reinterpret_cast<void*>(storage_ptr), storage_bytes);
-    auto raw = std::make_shared<OwnedHostBuffer>(std::move(inner), nb::borrow(t));
+    auto tracked = ctx.pool->track_wrapped(storage_bytes);
+    auto raw = std::make_shared<OwnedHostBuffer>(std::move(inner), nb::borrow(t), std::move(tracked));
     return buffer(std::move(raw), data_ptr - storage_ptr);
   }
 

@@ -29,6 +29,9 @@ from typing import Any
 from triton.backends.compiler import GPUTarget
 from triton.backends.driver import DriverBase
 
+from ..interop import install_jit_hooks, make_pointer_fallback
+from ..mps_driver import DriverSurface, register_on_triton
+
 ACTIVATION_ENV = "TRITON_BACKEND"
 ACTIVATION_VALUES = ("mps", "metal")
 
@@ -216,7 +219,7 @@ def make_launcher(src, metadata):
         specs=specs,
         threads=metadata.num_warps * metadata.warp_size,
         pack_scalars_at=metadata.tmps_args.get("pack_scalars_at", -1),
-        fallback=_pointer_fallback,
+        fallback=make_pointer_fallback(metadata.tmps_args.get("written"), _pointer_fallback),
         before_mps=_torch_mps_synchronize,
         sync=sync or bool(debug),  # records are read right after the launch
     )
@@ -392,30 +395,6 @@ class MPSDeviceInterface:
 _current = [-1]  # the current device index (resolved on first use)
 
 
-# ---- memory pool ---------------------------------------------------------------------------------
-
-class MemoryPool:
-    """The current device's buffer pool: statistics, configuration, emptying the cache."""
-
-    def __init__(self, device):
-        self.device = device
-
-    def stats(self) -> dict:
-        return self.device.pool_stats()
-
-    def config(self) -> dict:
-        return self.device.pool_config()
-
-    def set_config(self, max_cached_bytes: int, max_buffer_age_ms: int) -> None:
-        self.device.set_pool_config(max_cached_bytes, max_buffer_age_ms)
-
-    def empty_cache(self) -> None:
-        self.device.empty_cache()
-
-    def reset_peak(self) -> None:
-        self.device.reset_peak()
-
-
 # ---- benchmarking ------------------------------------------------------------------------------
 
 def do_bench(fn, warmup=25, rep=100, grad_to_none=None, quantiles=None, return_mode="mean"):
@@ -505,12 +484,15 @@ def _hint_when_nothing_is_active() -> None:
             "(with torch CPU tensors)", RuntimeWarning, stacklevel=3)
 
 
-class MPSDriver(DriverBase):
+class MPSDriver(DriverSurface, DriverBase):
+    """Triton's driver for `mps`; its user API (kernel config, memory_pool, device_info, ...) is
+    DriverSurface (triton_mps/mps_driver.py)."""
 
     def __init__(self) -> None:
         super().__init__()
         self.utils = MPSUtils()
         self.launcher_cls = make_launcher
+        install_jit_hooks()  # numpy/MLX/DLPack array arguments, kernel-config cache keys (interop.py)
         if _current[0] < 0:
             _current[0] = _default_index()
 
@@ -574,10 +556,6 @@ class MPSDriver(DriverBase):
     def clear_cache(self, cache) -> None:
         cache.zero_()
 
-    # memory
-    def memory_pool(self) -> MemoryPool:
-        return MemoryPool(_device(self.get_current_device()))
-
     @property
     def config(self) -> dict:
         """What the driver runs on: device, target, launch synchronization."""
@@ -591,3 +569,6 @@ class MPSDriver(DriverBase):
             "launch_sync": os.environ.get("TRITON_MPS_LAUNCH_SYNC", "1"),
             "pool": dev.pool_config(),
         }
+
+
+register_on_triton(MPSDriver)  # triton.runtime.driver.MPSDriver

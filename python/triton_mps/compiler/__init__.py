@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from . import ops  # noqa: F401  (registers every lowering)
+from .effects import written_args
 from .abi import ArgInfo, CompiledMSL
 from .errors import CompilationError
 from .ir import read_module
@@ -141,7 +142,8 @@ def compile_ttgir(mod, *, num_warps: int, signature: dict, constants: dict, kern
     msl = "\n".join(out) + "\n"
     return CompiledMSL(msl=msl, name=msl_name, num_warps=num_warps,
                        shared=max(state.scratch_bytes, 16) if (state.scratch_bytes or state.functions_emitted) else 0,
-                       args=args_info, pack_scalars_at=pack_at, debug=debug, locks=locks)
+                       args=args_info, pack_scalars_at=pack_at, debug=debug, locks=locks,
+                       written=[names[i] for i in sorted(written_args(func))])
 
 
 def _check_arg_type(name: str, t, kernel: str) -> None:
