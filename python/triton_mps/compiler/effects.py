@@ -80,10 +80,12 @@ def written_args(func: Function) -> set[int]:
             for r in op.results:
                 changed |= add(r, flowing)
         else:
+            # A pointer made from no pointer (int_to_ptr), loaded from memory or returned by a
+            # call may point anywhere; else it points where its pointer operands do (those may
+            # still be untagged on a first pass through a loop: the fixed point fills them in).
+            from_pointers = any(_is_pointer(v) for v in op.operands) and op.name not in ("tt.load", "tt.call")
             for r in op.results:
-                if _is_pointer(r):
-                    # A pointer from nothing we track (a load of a pointer, int_to_ptr, a call): anywhere.
-                    changed |= add(r, operand_targets if operand_targets and op.name != "tt.load" else {_ANY})
+                changed |= add(r, operand_targets if from_pointers else {_ANY})
         if operand_targets and op.name not in _READS_OR_COMPUTES:
             before = len(written)
             written.update(operand_targets)
