@@ -41,7 +41,9 @@ def is_foreign_array(obj: Any) -> bool:
     """An array the launcher binds through numpy: not a torch tensor, no data_ptr()."""
     if isinstance(obj, np.ndarray):
         return True
-    if _is_torch_tensor(obj) or hasattr(obj, "data_ptr") or isinstance(obj, (int, float, str, bytes, tuple, np.generic)):
+    if _is_torch_tensor(obj) or hasattr(obj, "data_ptr"):
+        return False
+    if isinstance(obj, (int, float, str, bytes, tuple, np.generic)):
         return False  # numpy scalars export a buffer too, but are scalar arguments
     if hasattr(obj, "__dlpack__") or hasattr(obj, "__array_interface__"):
         return True

@@ -10,7 +10,8 @@ Kernel config (`set_kernel_config`), per device, validated against the device's 
   `num_warps` (autotuning configs always pass it);
 - `num_stages`: accepted and recorded in `compiled.metadata`, but it has NO effect: the `mps`
   compiler does not run Triton's software pipeliner (it emits async copies Metal lacks). A
-  one-time notice says so when it is set above 1;
+  one-time warning says so when it is set above 1 here (a launch or autotune config passing it
+  gets one INFO record on the "triton_mps" logger);
 - `max_threads`: a cap on the threadgroup size: a kernel compiled with
   `num_warps * 32 > max_threads` raises `OutOfResources` (autotuning prunes such configs);
 - `shared_memory`: the threadgroup-memory budget: a kernel that needs more raises
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import importlib.abc
 import importlib.machinery
+import logging
 import sys
 import threading
 import warnings
@@ -35,6 +37,7 @@ DEFAULT_NUM_STAGES = 1
 _lock = threading.Lock()
 _configs: dict[int, dict[str, int]] = {}  # device index -> the values set (only those)
 _notified_num_stages = [False]
+_logged_num_stages = [False]
 
 
 # ---- devices ---------------------------------------------------------------------------------
@@ -137,13 +140,19 @@ def kernel_config_overrides() -> dict[str, int]:
         return dict(_configs.get(current_device_index(), {}))
 
 
-def notice_num_stages(num_stages: int, stacklevel: int = 2) -> None:
-    if _notified_num_stages[0]:
-        return
-    _notified_num_stages[0] = True
-    warnings.warn(f"triton-mps: num_stages={num_stages} has no effect: the mps compiler does not software-pipeline "
-                  "loops (Metal has no async copies); kernels compile as with num_stages=1 (this notice is shown "
-                  "once)", UserWarning, stacklevel=stacklevel)
+def notice_num_stages(num_stages: int, stacklevel: int = 2, warn: bool = True) -> None:
+    """Say once that num_stages has no effect: a UserWarning when the user set it as a default
+    (set_kernel_config), a log record (logger "triton_mps", INFO) when a launch or an autotune
+    config passes it (Triton's Config defaults to num_stages=3: a warning would be noise)."""
+    message = (f"triton-mps: num_stages={num_stages} has no effect: the mps compiler does not software-pipeline "
+               "loops (Metal has no async copies); kernels compile as with num_stages=1")
+    if warn:
+        if not _notified_num_stages[0]:
+            _notified_num_stages[0] = True
+            warnings.warn(message + " (this notice is shown once)", UserWarning, stacklevel=stacklevel)
+    elif not _logged_num_stages[0]:
+        _logged_num_stages[0] = True
+        logging.getLogger("triton_mps").info(message)
 
 
 # ---- memory --------------------------------------------------------------------------------

@@ -377,7 +377,7 @@ class MPSBackend(BaseBackend):
                       "max_num_imprecise_acc_default", "backend_name", "warp_size"):
             args.pop(fixed, None)
         if args.get("num_stages", 1) > 1:
-            notice_num_stages(args["num_stages"], stacklevel=5)
+            notice_num_stages(args["num_stages"], warn=False)
         return MPSOptions(**args)
 
     def pack_metadata(self, metadata):

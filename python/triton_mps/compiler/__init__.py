@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from . import ops  # noqa: F401  (registers every lowering)
-from .effects import written_args
 from .abi import ArgInfo, CompiledMSL
+from .effects import written_args
 from .errors import CompilationError
 from .ir import read_module
 from .lowering import KernelState, LoweringContext, function_body
