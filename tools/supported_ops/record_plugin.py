@@ -1,0 +1,38 @@
+"""pytest plugin (`-p record_plugin`, loaded by tools/supported_ops/generate.py record): records
+which test lowered which TTGIR op, by wrapping every entry of the compiler's op table."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections import defaultdict
+from pathlib import Path
+
+_seen: dict[str, set[str]] = defaultdict(set)
+
+
+def _current_test() -> str:
+    # "tests/compiler/test_reduce.py::test_sum[float32] (call)" -> the test without parameters
+    current = os.environ.get("PYTEST_CURRENT_TEST", "?").rsplit(" ", 1)[0]
+    return current.split("[", 1)[0]
+
+
+def _recording(name, fn):
+    def lower(ctx, op):
+        _seen[name].add(_current_test())
+        return fn(ctx, op)
+
+    return lower
+
+
+def pytest_configure(config):
+    from triton_mps.compiler import lowering
+
+    for name, fn in list(lowering.LOWERINGS.items()):
+        lowering.LOWERINGS[name] = _recording(name, fn)
+
+
+def pytest_unconfigure(config):
+    out = os.environ.get("TMPS_RECORD_OPS_OUT")
+    if out:
+        Path(out).write_text(json.dumps({k: sorted(v) for k, v in sorted(_seen.items())}, indent=1) + "\n")
