@@ -3,6 +3,7 @@ the examples share this process's compiled kernels and imports)."""
 
 from __future__ import annotations
 
+import os
 import runpy
 import sys
 from pathlib import Path
@@ -10,6 +11,10 @@ from pathlib import Path
 import pytest
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+# scripts/test.sh runs tests/triton a second time on the emulated Metal device: the examples
+# test the user surface, not the device, and run once.
+pytestmark = pytest.mark.skipif(os.environ.get("TRITON_MPS_DEVICE", "").lower() in ("metal-emu", "emu", "emulated"),
+                                reason="examples run in the default-device pass")
 NAMES = ["vector_add_example", "softmax_example", "layer_norm_example", "matmul_example", "convolution_example"]
 
 
