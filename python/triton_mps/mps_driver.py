@@ -14,8 +14,9 @@ Kernel config (`set_kernel_config`), per device, validated against the device's 
   gets one INFO record on the "triton_mps" logger);
 - `max_threads`: a cap on the threadgroup size: a kernel compiled with
   `num_warps * 32 > max_threads` raises `OutOfResources` (autotuning prunes such configs);
-- `shared_memory`: the threadgroup-memory budget: a kernel that needs more raises
-  `OutOfResources` when compiled.
+- `shared_memory`: the threadgroup-memory budget: `tl.dot` plans its operand staging within it
+  (smaller K chunks through threadgroup memory); a kernel that still needs more (other ops
+  use what their layouts need) raises `OutOfResources` when compiled.
 Defaults apply to kernels compiled afterwards (Triton's in-memory cache is keyed on them too).
 """
 

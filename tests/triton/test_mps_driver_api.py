@@ -94,14 +94,18 @@ def test_kernel_config_is_validated_against_the_device(config, values, limit):
 
 
 def test_shared_memory_budget(config):
-    a = torch.randn(16, 16)
+    a = torch.randn(32, 32)
     c = torch.full_like(a, float("nan"))
-    config.set_kernel_config(shared_memory=1024)  # the dot stages its operands through 2 KiB
-    with pytest.raises(OutOfResources, match="shared_memory=1024"):
-        dot_kernel[(1,)](a, a, c, N=16)
-    config.reset_kernel_config()
-    dot_kernel[(1,)](a, a, c, N=16)
+    unconstrained = dot_kernel[(1,)](a, a, c, N=32)
+    assert unconstrained.metadata.shared == 8192  # the dot stages all of K at once
+    config.set_kernel_config(shared_memory=4096)  # the dot planner stages K in smaller chunks
+    c.fill_(float("nan"))
+    planned = dot_kernel[(1,)](a, a, c, N=32)
+    assert planned.metadata.shared == 4096
     torch.testing.assert_close(c, a @ a)
+    config.set_kernel_config(shared_memory=1024)  # less than the operands' layout conversion needs
+    with pytest.raises(OutOfResources, match="shared_memory=1024"):
+        dot_kernel[(1,)](a, a, c, N=32)
 
 
 def test_memory_pool_counts_pooled_and_wrapped_buffers(mps_driver):

@@ -425,7 +425,8 @@ class MPSBackend(BaseBackend):
             signature, constants = _signature_of(src, mod)
             kernel_name = mod.get_entry_func_name()
             compiled = msl_compiler.compile_ttgir(
-                mod, num_warps=options.num_warps, signature=signature, constants=constants, kernel_name=kernel_name
+                mod, num_warps=options.num_warps, signature=signature, constants=constants, kernel_name=kernel_name,
+                scratch_limit=options.shared_memory,
             )
             if compiled.num_warps != options.num_warps:
                 raise RuntimeError(

@@ -29,13 +29,14 @@ using namespace metal;
 
 
 def compile_ttgir(mod, *, num_warps: int, signature: dict, constants: dict, kernel_name: str,
-                  context=None) -> CompiledMSL:
+                  context=None, scratch_limit: int | None = None) -> CompiledMSL:
     """Lower the public function of a TTGIR module to one MSL kernel for Triton's `kernel_name`.
 
     The MSL function is named `names.legal_kernel_name(kernel_name)` (the same name unless it is
     an MSL keyword, a Metal library name, ...); `CompiledMSL.name` is that name, which the backend
     stores as the metadata name so that the launcher finds the function. Errors name the kernel
-    as Triton does."""
+    as Triton does. `scratch_limit`: bytes of threadgroup memory the dot lowerings may plan with
+    (the kernel config's shared_memory; None: Metal's 32 KiB)."""
     if context is None:
         context = mod.context if hasattr(mod, "context") else None
     module = read_module(mod, context, num_warps)
@@ -44,6 +45,7 @@ def compile_ttgir(mod, *, num_warps: int, signature: dict, constants: dict, kern
         raise CompilationError(f"expected one public function, found {len(publics)}", kernel=kernel_name)
     func = publics[0]
     state = KernelState(kernel_name, num_warps, module)
+    state.scratch_limit = scratch_limit  # read by ops/dot.py and ops/dot_scaled.py
 
     names = [n for n, t in signature.items() if t != "constexpr" and n not in (constants or {})]
     sig_index = {n: i for i, n in enumerate(signature)}

@@ -46,6 +46,12 @@ from .layout_conversion import row_major
 
 ENV = "TRITON_MPS_DOT"
 SCRATCH_LIMIT = 32 * 1024  # Metal's threadgroup memory per threadgroup
+
+
+def scratch_limit(ctx: LoweringContext) -> int:
+    """The threadgroup memory a dot may plan with: Metal's, or less under the kernel config's
+    shared_memory budget (KernelState.scratch_limit)."""
+    return min(SCRATCH_LIMIT, getattr(ctx.state, "scratch_limit", None) or SCRATCH_LIMIT)
 _FLOAT_IN = ("f16", "bf16", "f32")
 _INT_IN = ("i8",)
 
@@ -103,7 +109,7 @@ def dot(ctx: LoweringContext, op: Op):
     if rec is not None:
         _lower_carried(ctx, rec, a, b, d, desc)
         return
-    if mode != "fma" and _simdgroup_ok(rank, M, N, K, is_int):
+    if mode != "fma" and _simdgroup_ok(rank, M, N, K, is_int, scratch_limit(ctx)):
         _lower_simdgroup(ctx, a, b, c, d, M, N, K, desc)
         return
     plan = _register_plan(la, lb, lc, K)
@@ -114,24 +120,24 @@ def dot(ctx: LoweringContext, op: Op):
 
 
 # ---- shared helpers ---------------------------------------------------------------------------
-def _simdgroup_plan(M: int, N: int, K: int) -> tuple[int, int] | None:
+def _simdgroup_plan(M: int, N: int, K: int, limit: int = SCRATCH_LIMIT) -> tuple[int, int] | None:
     """(KC, RB): A and B are staged KC columns/rows of K at a time ((M + N) * KC floats) and D
-    is read back RB rows at a time (RB * N floats), both within SCRATCH_LIMIT; the largest
+    is read back RB rows at a time (RB * N floats), both within `limit` bytes; the largest
     chunks that fit (fewest barriers). None when not even 8 fits."""
     kc = K
-    while kc >= 8 and (kc % 8 or K % kc or (M + N) * kc * 4 > SCRATCH_LIMIT):
+    while kc >= 8 and (kc % 8 or K % kc or (M + N) * kc * 4 > limit):
         kc -= 8
     rb = M
-    while rb >= 8 and (rb % 8 or M % rb or rb * N * 4 > SCRATCH_LIMIT):
+    while rb >= 8 and (rb % 8 or M % rb or rb * N * 4 > limit):
         rb -= 8
     if kc < 8 or rb < 8:
         return None
     return kc, rb
 
 
-def _simdgroup_ok(rank: int, M: int, N: int, K: int, is_int: bool) -> bool:
+def _simdgroup_ok(rank: int, M: int, N: int, K: int, is_int: bool, limit: int = SCRATCH_LIMIT) -> bool:
     return (rank == 2 and not is_int and M % 8 == 0 and N % 8 == 0 and K % 8 == 0
-            and _simdgroup_plan(M, N, K) is not None)
+            and _simdgroup_plan(M, N, K, limit) is not None)
 
 
 def _wide(ctx: LoweringContext, v: Value, r: int, is_int: bool) -> str:
@@ -258,10 +264,10 @@ def _lower_fma_scratch(ctx: LoweringContext, a, b, c, d, K: int, is_int: bool, d
     td = elem_of(d.type)
     na, nb = _numel(la.shape), _numel(lb.shape)
     acc_t = "int" if is_int else "float"
-    if (na + nb) * 4 > SCRATCH_LIMIT:
+    if (na + nb) * 4 > scratch_limit(ctx):
         ctx.error(None, f"{desc}: operands are spread over threads in a way this backend can only "
                         f"handle through threadgroup memory, and they need {(na + nb) * 4} bytes "
-                        f"(limit {SCRATCH_LIMIT})")
+                        f"(limit {scratch_limit(ctx)})")
     buf = ctx.scratch((na + nb) * 4, acc_t)
     e.comment(f"{desc}: FMA with operands through threadgroup memory")
     ctx.barrier()
@@ -377,7 +383,7 @@ def _lower_simdgroup(ctx: LoweringContext, a, b, c, d, M: int, N: int, K: int, d
     TM, TN = M // 8, N // 8
     WM, WN = _warp_grid(TM, TN, W)
     PM, PN = TM // WM, TN // WN
-    KC, RB = _simdgroup_plan(M, N, K)
+    KC, RB = _simdgroup_plan(M, N, K, scratch_limit(ctx))
     buf = ctx.scratch(max((M + N) * KC, RB * N) * 4, "float")
     e.comment(f"{desc}: simdgroup_matrix 8x8, SIMD-groups {WM}x{WN}, {PM}x{PN} tiles each, "
               f"K staged {KC} at a time, D read back {RB} rows at a time")
@@ -495,9 +501,9 @@ def _loop_dot_ok(ctx: LoweringContext, dop: Op) -> bool:
         return False
     if tuple(b.layout.shape) != (K, N):
         return False
-    if not _simdgroup_ok(2, M, N, K, False):
+    if not _simdgroup_ok(2, M, N, K, False, scratch_limit(ctx)):
         return False
-    return _simdgroup_plan(M, N, K)[1] == M  # the whole M x N accumulator fits the scratch
+    return _simdgroup_plan(M, N, K, scratch_limit(ctx))[1] == M  # the whole M x N accumulator fits the scratch
 
 
 def loop_accumulators(ctx: LoweringContext, op: Op) -> dict[int, Op]:
@@ -527,7 +533,7 @@ def _geometry(ctx: LoweringContext, M: int, N: int, K: int) -> dict:
     W = ctx.num_warps
     TM, TN = M // 8, N // 8
     WM, WN = _warp_grid(TM, TN, W)
-    KC, _ = _simdgroup_plan(M, N, K)
+    KC, _ = _simdgroup_plan(M, N, K, scratch_limit(ctx))
     return {"M": M, "N": N, "K": K, "WM": WM, "WN": WN, "PM": TM // WM, "PN": TN // WN, "KC": KC,
             "active": f"tmps_warp < {WM * WN}u" if WM * WN < W else None}
 

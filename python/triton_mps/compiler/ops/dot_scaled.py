@@ -155,8 +155,9 @@ def dot_scaled(ctx: LoweringContext, op: Op):
     # K chunk: the largest divisor of K (even when a side is packed along K) that fits
     step = 2 if (A.pack_k == 2 or B.pack_k == 2) else 1
     kc = K
+    limit = min(SCRATCH_LIMIT, getattr(ctx.state, "scratch_limit", None) or SCRATCH_LIMIT)  # kernel config budget
     while kc >= step and (K % kc or kc % step or
-                          scale_bytes + _align(A.chunk_bytes(kc)) + _align(B.chunk_bytes(kc)) > SCRATCH_LIMIT):
+                          scale_bytes + _align(A.chunk_bytes(kc)) + _align(B.chunk_bytes(kc)) > limit):
         kc -= step
     if kc < step:
         ctx.error(op, f"tt.dot_scaled {M}x{N}x{K}: the operands do not fit threadgroup memory even one K "
