@@ -40,7 +40,8 @@ def lowered_ops() -> dict[str, str]:
     return out
 
 
-def render(ops: dict[str, str], coverage: dict[str, list[str]]) -> str:
+def render(ops: dict[str, str], record: dict) -> str:
+    coverage: dict[str, list[str]] = record.get("ops", {})
     by_family: dict[str, list[str]] = defaultdict(list)
     for name in sorted(ops):
         by_family[ops[name]].append(name)
@@ -53,7 +54,8 @@ def render(ops: dict[str, str], coverage: dict[str, list[str]]) -> str:
         "(`tools/supported_ops/coverage.json`, made by `generate.py record`); do not edit by hand.",
         "An op not listed here raises `CompilationError` naming the op, the kernel and the Python line.",
         "",
-        f"{len(ops)} TTGIR ops are lowered; {covered} were lowered by at least one test of the recorded run.",
+        f"{len(ops)} TTGIR ops are lowered; {covered} were lowered by at least one test of the recorded run "
+        f"({record.get('tests_run', 0)} tests of `pytest {' '.join(record.get('pytest_args', []))}`).",
         "",
     ]
     for family in sorted(by_family):
@@ -70,7 +72,7 @@ def render(ops: dict[str, str], coverage: dict[str, list[str]]) -> str:
     return "\n".join(lines)
 
 
-def load_coverage() -> dict[str, list[str]]:
+def load_coverage() -> dict:
     return json.loads(COVERAGE.read_text()) if COVERAGE.exists() else {}
 
 

@@ -1,14 +1,17 @@
 """pytest plugin (`-p record_plugin`, loaded by tools/supported_ops/generate.py record): records
-which test lowered which TTGIR op, by wrapping every entry of the compiler's op table."""
+which test lowered which TTGIR op, by wrapping every entry of the compiler's op table. The
+record is rewritten after every few tests, so a run cut short still leaves what it saw."""
 
 from __future__ import annotations
 
 import json
 import os
+import sys
 from collections import defaultdict
 from pathlib import Path
 
 _seen: dict[str, set[str]] = defaultdict(set)
+_tests_run = [0]
 
 
 def _current_test() -> str:
@@ -25,6 +28,14 @@ def _recording(name, fn):
     return lower
 
 
+def _write() -> None:
+    out = os.environ.get("TMPS_RECORD_OPS_OUT")
+    if out:
+        record = {"pytest_args": [a for a in sys.argv[1:] if not a.startswith("-p") and a != "record_plugin"],
+                  "tests_run": _tests_run[0], "ops": {k: sorted(v) for k, v in sorted(_seen.items())}}
+        Path(out).write_text(json.dumps(record, indent=1) + "\n")
+
+
 def pytest_configure(config):
     from triton_mps.compiler import lowering
 
@@ -32,7 +43,11 @@ def pytest_configure(config):
         lowering.LOWERINGS[name] = _recording(name, fn)
 
 
+def pytest_runtest_logfinish(nodeid, location):
+    _tests_run[0] += 1
+    if _tests_run[0] % 25 == 0:
+        _write()
+
+
 def pytest_unconfigure(config):
-    out = os.environ.get("TMPS_RECORD_OPS_OUT")
-    if out:
-        Path(out).write_text(json.dumps({k: sorted(v) for k, v in sorted(_seen.items())}, indent=1) + "\n")
+    _write()
