@@ -263,16 +263,16 @@ NB_MODULE(_core, m) {
       .def("wrap_host", [](DeviceContext& c, uintptr_t address, int64_t nbytes_, nb::object owner) {
             const uint64_t nbytes = byte_count(nbytes_, "wrap_host(): nbytes");
             std::unique_ptr<RawBuffer> inner = c.device->wrap_host_memory(reinterpret_cast<void*>(address), nbytes);
-            auto raw = std::make_shared<OwnedHostBuffer>(std::move(inner), std::move(owner));
+            auto raw = std::make_shared<OwnedHostBuffer>(std::move(inner), std::move(owner), c.pool->track_wrapped(nbytes));
             return BufferRef{raw, 0, nbytes};
           }, "address"_a, "nbytes"_a, "owner"_a, "Wrap host memory without copying; `owner` is kept alive.")
       .def("wrap_native", [](DeviceContext& c, uintptr_t handle, int64_t offset_, int64_t nbytes_, nb::object owner) {
             const uint64_t offset = byte_count(offset_, "wrap_native(): offset");
             const uint64_t nbytes = byte_count(nbytes_, "wrap_native(): nbytes");
             std::unique_ptr<RawBuffer> inner = c.device->wrap_native_buffer(reinterpret_cast<void*>(handle));
-            std::shared_ptr<RawBuffer> raw = owner.is_none()
-                ? std::shared_ptr<RawBuffer>(std::move(inner))
-                : std::make_shared<OwnedHostBuffer>(std::move(inner), std::move(owner));
+            auto tracked = c.pool->track_wrapped(inner->length());
+            std::shared_ptr<RawBuffer> raw = std::make_shared<OwnedHostBuffer>(std::move(inner), std::move(owner),
+                                                                               std::move(tracked));
             if (offset > raw->length() || nbytes > raw->length() - offset)
               throw InvalidArgument("range [" + std::to_string(offset) + ", +" + std::to_string(nbytes) +
                                     ") is outside the native buffer of " + std::to_string(raw->length()) + " bytes");
@@ -352,6 +352,12 @@ NB_MODULE(_core, m) {
             d["hits"] = s.hits;
             d["misses"] = s.misses;
             d["num_cached_buffers"] = s.num_cached_buffers;
+            d["num_returned"] = s.num_returned;
+            d["wrapped_bytes"] = s.wrapped_bytes;
+            d["num_wrapped"] = s.num_wrapped;
+            d["num_wraps"] = s.num_wraps;
+            d["num_unwraps"] = s.num_unwraps;
+            d["peak_total_bytes"] = s.peak_total_bytes;
             return d;
           })
       .def("pool_config", [](DeviceContext& c) {

@@ -174,6 +174,12 @@ struct BufferPool::State final : Recycler {
   void add_active_locked(size_t cls) {
     stats.active_bytes += cls;
     if (stats.active_bytes > stats.peak_active_bytes) stats.peak_active_bytes = stats.active_bytes;
+    update_peak_total_locked();
+  }
+
+  void update_peak_total_locked() {
+    uint64_t total = stats.active_bytes + stats.wrapped_bytes;
+    if (total > stats.peak_total_bytes) stats.peak_total_bytes = total;
   }
 
   // Called when a handed-out buffer is released.
@@ -182,6 +188,7 @@ struct BufferPool::State final : Recycler {
     {
       std::lock_guard<std::mutex> lock(mu);
       stats.active_bytes -= cls;
+      stats.num_returned += 1;
       if (closed || cls > config.max_cached_bytes) {
         to_free.push_back(std::move(raw));
       } else {
@@ -311,6 +318,24 @@ std::shared_ptr<RawBuffer> BufferPool::allocate(size_t bytes) {
   return std::make_shared<PooledBuffer>(std::move(raw), bytes, cls, state_);
 }
 
+std::shared_ptr<void> BufferPool::track_wrapped(size_t bytes) {
+  std::shared_ptr<State> s = state_;
+  {
+    std::lock_guard<std::mutex> lock(s->mu);
+    s->stats.wrapped_bytes += bytes;
+    s->stats.num_wrapped += 1;
+    s->stats.num_wraps += 1;
+    s->update_peak_total_locked();
+  }
+  // The token's deleter uncounts; it holds the state, not the pool, so it may outlive the pool.
+  return std::shared_ptr<void>(nullptr, [s, bytes](void*) {
+    std::lock_guard<std::mutex> lock(s->mu);
+    s->stats.wrapped_bytes -= bytes;
+    s->stats.num_wrapped -= 1;
+    s->stats.num_unwraps += 1;
+  });
+}
+
 void BufferPool::empty_cache() { release_cached(std::numeric_limits<uint64_t>::max()); }
 
 void BufferPool::release_cached(uint64_t bytes) {
@@ -334,6 +359,7 @@ PoolStats BufferPool::stats() const {
 void BufferPool::reset_peak() {
   std::lock_guard<std::mutex> lock(state_->mu);
   state_->stats.peak_active_bytes = state_->stats.active_bytes;
+  state_->stats.peak_total_bytes = state_->stats.active_bytes + state_->stats.wrapped_bytes;
 }
 
 const PoolConfig& BufferPool::config() const {

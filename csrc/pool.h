@@ -20,6 +20,14 @@ struct PoolStats {
   uint64_t hits = 0;              // requests served from the cache
   uint64_t misses = 0;            // requests that needed a new device allocation
   uint64_t num_cached_buffers = 0;
+  uint64_t num_returned = 0;      // handed-out buffers released by their last user
+  // Memory the runtime wraps without allocating it (numpy arrays, torch tensors, ... bound to a
+  // launch): counted here so that one place sees every buffer, never cached or freed by the pool.
+  uint64_t wrapped_bytes = 0;     // bytes in live wrappers
+  uint64_t num_wrapped = 0;       // live wrappers
+  uint64_t num_wraps = 0;         // wrappers made
+  uint64_t num_unwraps = 0;       // wrappers released
+  uint64_t peak_total_bytes = 0;  // peak of active_bytes + wrapped_bytes
 };
 
 struct PoolConfig {
@@ -44,6 +52,10 @@ class BufferPool : public std::enable_shared_from_this<BufferPool> {
   // (if the pool is still alive and the cache has room), else it is freed.
   // On allocation failure: release the cache and retry once, then throw OutOfMemory.
   std::shared_ptr<RawBuffer> allocate(size_t bytes);
+
+  // Counts `bytes` of caller-owned memory the runtime wrapped (see PoolStats::wrapped_bytes)
+  // until the returned token is destroyed; the token may outlive the pool.
+  std::shared_ptr<void> track_wrapped(size_t bytes);
 
   void empty_cache();                  // free every idle buffer
   void release_cached(uint64_t bytes); // free idle buffers (oldest first) until `bytes` freed

@@ -70,9 +70,12 @@ struct BufferRef {
 // `mps` tensor): the wrapper keeps the owner alive for as long as any dispatch or view still
 // refers to the memory. For `mps` tensors retaining the MTLBuffer is not enough: PyTorch's
 // caching allocator hands a freed tensor's buffer to the next tensor while our kernel runs.
+// `tracked` (BufferPool::track_wrapped) counts the wrapper in the device's memory statistics
+// for as long as it lives.
 class OwnedHostBuffer : public RawBuffer {
  public:
-  OwnedHostBuffer(std::unique_ptr<RawBuffer> inner, nb::object owner) : inner_(std::move(inner)), owner_(std::move(owner)) {}
+  OwnedHostBuffer(std::unique_ptr<RawBuffer> inner, nb::object owner, std::shared_ptr<void> tracked = {})
+      : inner_(std::move(inner)), owner_(std::move(owner)), tracked_(std::move(tracked)) {}
   ~OwnedHostBuffer() override {
     // May run on a completion thread: the owner's refcount needs the GIL.
     if (Py_IsInitialized()) {
@@ -90,6 +93,7 @@ class OwnedHostBuffer : public RawBuffer {
  private:
   std::unique_ptr<RawBuffer> inner_;
   nb::object owner_;
+  std::shared_ptr<void> tracked_;
 };
 
 struct PipelineRef {

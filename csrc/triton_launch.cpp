@@ -583,14 +583,18 @@ class TritonLauncher {
           break;
         case Bound::What::Host: {
           std::unique_ptr<RawBuffer> inner = ctx.device->wrap_host_memory(reinterpret_cast<void*>(b.base), b.bytes);
-          // The tensor itself lives until the dispatch completed (see OwnedHostBuffer).
-          a.buffer = std::make_shared<OwnedHostBuffer>(std::move(inner), nb::borrow(b.owner));
+          // The tensor itself lives until the dispatch completed (see OwnedHostBuffer); the
+          // pool counts the wrapped bytes meanwhile (memory_pool()).
+          a.buffer = std::make_shared<OwnedHostBuffer>(std::move(inner), nb::borrow(b.owner),
+                                                       ctx.pool->track_wrapped(b.bytes));
           a.offset = b.offset;
           break;
         }
         case Bound::What::Native: {
           std::unique_ptr<RawBuffer> inner = ctx.device->wrap_native_buffer(reinterpret_cast<void*>(b.base));
-          a.buffer = std::make_shared<OwnedHostBuffer>(std::move(inner), nb::borrow(b.owner));
+          const uint64_t length = inner->length();
+          a.buffer = std::make_shared<OwnedHostBuffer>(std::move(inner), nb::borrow(b.owner),
+                                                       ctx.pool->track_wrapped(length));
           a.offset = b.offset;
           break;
         }

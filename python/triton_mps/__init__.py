@@ -41,6 +41,17 @@ from .runtime import (  # noqa: E402
 
 __version__ = "0.1.0"
 
+
+def __getattr__(name: str):
+    # The Triton driver class (imports triton): only when asked for, so that MSL kernels and
+    # ahead-of-time compiled ones need no triton.
+    if name == "MPSDriver":
+        from .backend.driver import MPSDriver
+
+        return MPSDriver
+    raise AttributeError(f"module 'triton_mps' has no attribute {name!r}")
+
+
 __all__ = [
     "Buffer",
     "CompileError",
@@ -49,6 +60,7 @@ __all__ = [
     "InvalidArgument",
     "Kernel",
     "LimitExceeded",
+    "MPSDriver",
     "OutOfMemory",
     "Pipeline",
     "Profile",

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from . import _core
+from . import _core, interop
 
 Device = _core.Device
 
@@ -194,6 +194,8 @@ class Kernel:
                 bound.append(as_buffer(a, self.device))
             elif isinstance(a, np.ndarray):  # a 0-d array for a scalar parameter
                 bound.append(a.item())
+            elif wants_buffer and interop.is_foreign_array(a):  # MLX, DLPack, buffer protocol: in place
+                bound.append(interop.bind_array(a, self.device, f"kernel '{self.name}': argument {i}", writes=True))
             else:
                 bound.append(a)
         return self.device.launch(

@@ -269,6 +269,33 @@ TEST(Pool, StatsPeakHitsMisses) {
   EXPECT_EQ(s.peak_active_bytes, 3072u);
 }
 
+TEST(Pool, WrappedMemoryIsCountedUntilItsTokenDies) {
+  auto dev = std::make_shared<FakeDevice>();
+  auto pool = make_pool(dev);
+  auto a = pool->allocate(1024);
+  auto w = pool->track_wrapped(5000);
+  PoolStats s = pool->stats();
+  EXPECT_EQ(s.wrapped_bytes, 5000u);
+  EXPECT_EQ(s.num_wrapped, 1u);
+  EXPECT_EQ(s.num_wraps, 1u);
+  EXPECT_EQ(s.active_bytes, 1024u) << "wrapped memory is not pool memory";
+  EXPECT_EQ(s.peak_total_bytes, 6024u);
+  EXPECT_EQ(dev->live_buffers, 1) << "tracking allocates nothing";
+  a.reset();
+  EXPECT_EQ(pool->stats().num_returned, 1u);
+  w.reset();
+  s = pool->stats();
+  EXPECT_EQ(s.wrapped_bytes, 0u);
+  EXPECT_EQ(s.num_wrapped, 0u);
+  EXPECT_EQ(s.num_unwraps, 1u);
+  EXPECT_EQ(s.peak_total_bytes, 6024u);
+  pool->reset_peak();
+  EXPECT_EQ(pool->stats().peak_total_bytes, 0u);
+  std::shared_ptr<void> late = pool->track_wrapped(10);
+  pool.reset();
+  late.reset();  // a token that outlives its pool uncounts into the pool's state, still alive
+}
+
 TEST(Pool, SetConfigAppliesAtOnce) {
   auto dev = std::make_shared<FakeDevice>();
   auto pool = make_pool(dev);

@@ -126,7 +126,11 @@ class NumWarpsNotPowerOfTwo(ValueError, AssertionError):
 @dataclass(frozen=True)
 class MPSOptions:
     num_warps: int = 4  # simdgroups per threadgroup: num_warps * 32 threads
-    num_stages: int = 1  # accepted, not used: there is no software pipelining on Metal
+    num_stages: int = 1  # accepted, no effect: no software pipelining on Metal (mps_driver.py)
+    # Kernel-config caps (MPSDriver.set_kernel_config; None: the device's limits): threads per
+    # threadgroup and bytes of threadgroup memory a kernel may use, else OutOfResources.
+    max_threads: int | None = None
+    shared_memory: int | None = None
     num_ctas: int = 1
     warp_size: int = THREADS_PER_SIMDGROUP
     arch: str | None = None  # "apple9"
@@ -178,6 +182,10 @@ class MPSOptions:
                                         f"{most} SIMD-groups of 32 threads), got {self.num_warps!r}")
         if self.num_warps * THREADS_PER_SIMDGROUP > MAX_THREADS_PER_THREADGROUP:
             raise TooManyThreads(self.num_warps)
+        if self.max_threads is not None and self.num_warps * THREADS_PER_SIMDGROUP > self.max_threads:
+            raise OutOfResources(self.num_warps * THREADS_PER_SIMDGROUP, self.max_threads,
+                                 f"threads (num_warps={self.num_warps}; the kernel config caps threadgroups at "
+                                 f"max_threads={self.max_threads})")
         if self.num_ctas != 1:
             raise ValueError(f"num_ctas={self.num_ctas}: the mps backend has no thread-block clusters; use num_ctas=1")
 
@@ -367,14 +375,19 @@ class MPSBackend(BaseBackend):
                 f"-dot{dot_path}-{self.target.arch}")
 
     def parse_options(self, opts: dict) -> MPSOptions:
+        from ..mps_driver import kernel_config_overrides, notice_num_stages
+
         names = MPSOptions.__dataclass_fields__.keys()
         args = {"arch": self.arch_name}
+        args.update(kernel_config_overrides())  # MPSDriver.set_kernel_config defaults; launch kwargs win
         args.update({k: v for k, v in opts.items() if k in names and v is not None})
         args["enable_fp_fusion"] = knobs.language.fp_fusion_enabled(args.get("enable_fp_fusion"))
         # What the target supports is ours to say, not the caller's.
         for fixed in ("supported_fp8_dtypes", "allowed_dot_input_precisions", "default_dot_input_precision",
                       "max_num_imprecise_acc_default", "backend_name", "warp_size"):
             args.pop(fixed, None)
+        if args.get("num_stages", 1) > 1:
+            notice_num_stages(args["num_stages"], warn=False)
         return MPSOptions(**args)
 
     def pack_metadata(self, metadata):
@@ -422,7 +435,8 @@ class MPSBackend(BaseBackend):
             signature, constants = _signature_of(src, mod)
             kernel_name = mod.get_entry_func_name()
             compiled = msl_compiler.compile_ttgir(
-                mod, num_warps=options.num_warps, signature=signature, constants=constants, kernel_name=kernel_name
+                mod, num_warps=options.num_warps, signature=signature, constants=constants, kernel_name=kernel_name,
+                scratch_limit=options.shared_memory,
             )
             if compiled.num_warps != options.num_warps:
                 raise RuntimeError(
@@ -431,6 +445,10 @@ class MPSBackend(BaseBackend):
                 )
             metadata["name"] = compiled.name
             metadata["shared"] = compiled.shared
+            if options.shared_memory is not None and compiled.shared > options.shared_memory:
+                raise OutOfResources(compiled.shared, options.shared_memory,
+                                     f"shared memory (threadgroup memory of kernel '{kernel_name}'; the kernel "
+                                     f"config budget is shared_memory={options.shared_memory})")
             metadata["tmps_args"] = compiled.to_metadata()
             # The threadgroup size travels with the MSL (Triton's load_binary gets only the binary):
             # the driver gives it to Metal's pipeline descriptor. Last line: MSL line numbers stay.

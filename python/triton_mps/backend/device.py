@@ -198,25 +198,3 @@ class MPSDeviceInterface:
         return True
 
 
-# ---- memory pool ---------------------------------------------------------------------------------
-
-class MemoryPool:
-    """The current device's buffer pool: statistics, configuration, emptying the cache."""
-
-    def __init__(self, device):
-        self.device = device
-
-    def stats(self) -> dict:
-        return self.device.pool_stats()
-
-    def config(self) -> dict:
-        return self.device.pool_config()
-
-    def set_config(self, max_cached_bytes: int, max_buffer_age_ms: int) -> None:
-        self.device.set_pool_config(max_cached_bytes, max_buffer_age_ms)
-
-    def empty_cache(self) -> None:
-        self.device.empty_cache()
-
-    def reset_peak(self) -> None:
-        self.device.reset_peak()

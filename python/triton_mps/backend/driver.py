@@ -22,11 +22,12 @@ from typing import Any
 from triton.backends.compiler import GPUTarget
 from triton.backends.driver import DriverBase
 
+from ..interop import install_jit_hooks
+from ..mps_driver import DriverSurface, register_on_triton
 from .benchmarking import do_bench
 from .device import (  # noqa: F401  (GPU_CORES, BUS_WIDTH, _devices: part of this module's surface)
     BUS_WIDTH,
     GPU_CORES,
-    MemoryPool,
     MPSDeviceInterface,
     MPSUtils,
     _current,
@@ -73,12 +74,15 @@ def _hint_when_nothing_is_active() -> None:
             "(with torch CPU tensors)", RuntimeWarning, stacklevel=3)
 
 
-class MPSDriver(DriverBase):
+class MPSDriver(DriverSurface, DriverBase):
+    """Triton's driver for `mps`; its user API (kernel config, memory_pool, device_info, ...) is
+    DriverSurface (triton_mps/mps_driver.py)."""
 
     def __init__(self) -> None:
         super().__init__()
         self.utils = MPSUtils()
         self.launcher_cls = make_launcher
+        install_jit_hooks()  # numpy/MLX/DLPack array arguments, kernel-config cache keys (interop.py)
         if _current[0] < 0:
             _current[0] = _default_index()
 
@@ -142,10 +146,6 @@ class MPSDriver(DriverBase):
     def clear_cache(self, cache) -> None:
         cache.zero_()
 
-    # memory
-    def memory_pool(self) -> MemoryPool:
-        return MemoryPool(_device(self.get_current_device()))
-
     @property
     def config(self) -> dict:
         """What the driver runs on: device, target, launch synchronization."""
@@ -159,3 +159,6 @@ class MPSDriver(DriverBase):
             "launch_sync": os.environ.get("TRITON_MPS_LAUNCH_SYNC", "default"),  # launcher.launch_wait
             "pool": dev.pool_config(),
         }
+
+
+register_on_triton(MPSDriver)  # triton.runtime.driver.MPSDriver

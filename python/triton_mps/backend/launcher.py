@@ -18,6 +18,7 @@ import os
 import sys
 from typing import Any
 
+from ..interop import make_pointer_fallback
 from .device import _core, _torch_mps_synchronize
 
 # ---- kernel arguments that are not buffers or tensors ---------------------------------------
@@ -182,7 +183,7 @@ def make_launcher(src, metadata):
         specs=specs,
         threads=metadata.num_warps * metadata.warp_size,
         pack_scalars_at=metadata.tmps_args.get("pack_scalars_at", -1),
-        fallback=_pointer_fallback,
+        fallback=make_pointer_fallback(metadata.tmps_args.get("written"), _pointer_fallback),
         before_mps=_torch_mps_synchronize,  # `mps` tensors without PyTorch's stream API (old torch)
         wait=1 if debug else launch_wait(),  # device prints/asserts are read right after the launch
     )

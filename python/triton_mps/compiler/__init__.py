@@ -7,9 +7,10 @@ from . import (
     ops,  # noqa: F401  (registers every lowering)
 )
 from .abi import ArgInfo, CompiledMSL
+from .effects import written_args
 from .errors import CompilationError
 from .ir import read_module
-from .lowering import KernelState, LoweringContext, function_body
+from .lowering import SCRATCH_BUDGET, KernelState, LoweringContext, function_body
 from .names import legal_kernel_name
 from .ops import debug as debug_ops
 from .ops import memory as memory_ops
@@ -40,13 +41,25 @@ using namespace metal;
 
 
 def compile_ttgir(mod, *, num_warps: int, signature: dict, constants: dict, kernel_name: str,
-                  context=None) -> CompiledMSL:
+                  context=None, scratch_limit: int | None = None) -> CompiledMSL:
     """Lower the public function of a TTGIR module to one MSL kernel for Triton's `kernel_name`.
 
     The MSL function is named `names.legal_kernel_name(kernel_name)` (the same name unless it is
     an MSL keyword, a Metal library name, ...); `CompiledMSL.name` is that name, which the backend
     stores as the metadata name so that the launcher finds the function. Errors name the kernel
-    as Triton does."""
+    as Triton does. `scratch_limit`: bytes of threadgroup memory the dot lowerings may plan with
+    (the kernel config's shared_memory; None: Metal's 32 KiB): every lowering that stages
+    through threadgroup memory plans within it."""
+    token = SCRATCH_BUDGET.set(scratch_limit)  # lowering.scratch_limit() reads it
+    try:
+        return _compile_ttgir(mod, num_warps=num_warps, signature=signature, constants=constants,
+                              kernel_name=kernel_name, context=context)
+    finally:
+        SCRATCH_BUDGET.reset(token)
+
+
+def _compile_ttgir(mod, *, num_warps: int, signature: dict, constants: dict, kernel_name: str,
+                   context=None) -> CompiledMSL:
     if context is None:
         context = mod.context if hasattr(mod, "context") else None
     module = read_module(mod, context, num_warps)
@@ -165,7 +178,8 @@ def compile_ttgir(mod, *, num_warps: int, signature: dict, constants: dict, kern
     msl = "\n".join(out) + "\n"
     return CompiledMSL(msl=msl, name=msl_name, num_warps=num_warps,
                        shared=max(state.scratch_bytes, 16) if (state.scratch_bytes or state.functions_emitted) else 0,
-                       args=args_info, pack_scalars_at=pack_at, debug=debug, locks=locks)
+                       args=args_info, pack_scalars_at=pack_at, debug=debug, locks=locks,
+                       written=[names[i] for i in sorted(written_args(func))])
 
 
 def _check_elements_per_thread(module, kernel: str, num_warps: int) -> None:

@@ -49,8 +49,10 @@ class CompiledMSL:
     debug: dict | None = None
     # 64-bit atomics' lock table, or None: {"binding", "words"} (ops/memory.py)
     locks: dict | None = None
+    # Names of the pointer arguments the kernel may store through (compiler/effects.py).
+    written: list[str] = field(default_factory=list)
 
     def to_metadata(self) -> dict:
         """JSON-friendly form stored in Triton's kernel metadata."""
         return {"args": [asdict(a) for a in self.args], "pack_scalars_at": self.pack_scalars_at,
-                "debug": self.debug, "locks": self.locks}
+                "debug": self.debug, "locks": self.locks, "written": list(self.written)}

@@ -35,6 +35,7 @@ from __future__ import annotations
 import math
 import struct
 from collections.abc import Callable
+from contextvars import ContextVar
 
 from . import fp8, fp64
 from .emitter import Emitter
@@ -51,9 +52,16 @@ LOWERINGS: dict[str, Callable] = {}
 SCRATCH_LIMIT = 32 * 1024
 
 
+# The kernel config's threadgroup-memory budget (MPSDriver.set_kernel_config(shared_memory=...))
+# for the kernel being compiled; None: Metal's whole 32 KiB.
+SCRATCH_BUDGET: ContextVar[int | None] = ContextVar("tmps_scratch_budget", default=None)
+
+
 def scratch_limit() -> int:
-    """SCRATCH_LIMIT, read when used (tests lower it to force rounds on small tensors)."""
-    return SCRATCH_LIMIT
+    """Threadgroup memory a lowering may plan with: SCRATCH_LIMIT (read when used: tests lower
+    it to force rounds on small tensors), or less under the kernel config's budget."""
+    budget = SCRATCH_BUDGET.get()
+    return min(SCRATCH_LIMIT, budget) if budget else SCRATCH_LIMIT
 
 
 # Hooks `fn(ctx, user_op, value) -> bool`: True when user_op, lowered later, reads `value` (a

@@ -164,7 +164,7 @@ STAGES_FROM_SOURCE.append(_stages_from_source)
 # ---- shared helpers ---------------------------------------------------------------------------
 def _simdgroup_plan(M: int, N: int, K: int) -> tuple[int, int] | None:
     """(KC, RB): A and B are staged KC columns/rows of K at a time ((M + N) * KC floats) and D
-    is read back RB rows at a time (RB * N floats), both within SCRATCH_LIMIT; the largest
+    is read back RB rows at a time (RB * N floats), both within scratch_limit(); the largest
     chunks that fit (fewest barriers). None when not even 8 fits."""
     kc = K
     while kc >= 8 and (kc % 8 or K % kc or (M + N) * kc * 4 > scratch_limit()):
@@ -397,10 +397,10 @@ def _lower_f64(ctx: LoweringContext, a, b, c, d, K: int, desc: str) -> None:
         return
     else:
         na, nb = _numel(la.shape), _numel(lb.shape)
-        if (na + nb) * 8 > SCRATCH_LIMIT:
+        if (na + nb) * 8 > scratch_limit():
             ctx.error(None, f"{desc}: operands are spread over threads in a way this backend can only "
                             f"handle through threadgroup memory, and they need {(na + nb) * 8} bytes "
-                            f"(limit {SCRATCH_LIMIT})")
+                            f"(limit {scratch_limit()})")
         buf = ctx.scratch((na + nb) * 8, "ulong")
         e.comment(f"{desc}: software float64 FMA with operands through threadgroup memory")
         ctx.barrier()

@@ -1,0 +1,99 @@
+"""Which pointer arguments a kernel may write through (for read-only arrays at launch).
+
+A forward may-alias analysis over the TTGIR of one function, conservative by construction:
+every pointer-typed value carries the set of pointer arguments it may point into, computed to
+a fixed point (loop-carried values through region block arguments and yields). A pointer
+argument is *written* when a value that may point into it reaches any op outside a short list
+of ops known only to compute or read pointers (stores, atomics, calls, inline assembly and
+every op not listed count as writes). A pointer of unknown origin (loaded from memory, made
+from an integer, returned by a call) may point anywhere: a write through it writes every
+argument. So an argument reported unwritten is never stored through.
+"""
+
+from __future__ import annotations
+
+from .ir import Block, Function, Op, Value
+from .types import PointerType, TensorType
+
+# Ops that take pointers without writing through them. Pointer-typed results of these carry
+# their operands' targets; anything else with a pointer operand is treated as a write.
+_READS_OR_COMPUTES = frozenset({
+    "tt.load", "tt.addptr", "tt.splat", "tt.broadcast", "tt.expand_dims", "tt.reshape", "tt.trans",
+    "tt.join", "tt.split", "tt.cat", "tt.ptr_to_int", "tt.bitcast", "tt.advance", "tt.return",
+    "ttg.convert_layout", "arith.select", "arith.cmpi", "scf.yield", "scf.condition", "scf.for", "scf.while",
+    "scf.if", "cf.br", "cf.cond_br", "tt.reduce.return", "tt.scan.return", "tt.assume", "ttg.local_alloc",
+    "tt.print", "tt.assert",
+})
+_ANY = -1  # "may point into any argument"
+
+
+def _is_pointer(v: Value) -> bool:
+    t = v.type
+    if isinstance(t, TensorType):
+        t = t.elem
+    return isinstance(t, PointerType)
+
+
+def written_args(func: Function) -> set[int]:
+    """Indices (in func.args) of pointer arguments the function may store through."""
+    pointer_args = [i for i, a in enumerate(func.args) if _is_pointer(a)]
+    targets: dict[int, set[int]] = {func.args[i].id: {i} for i in pointer_args}
+    written: set[int] = set()
+
+    def of(v: Value) -> set[int]:
+        return targets.get(v.id, set())
+
+    def add(v: Value, s: set[int]) -> bool:
+        if not s or not _is_pointer(v):
+            return False
+        cur = targets.setdefault(v.id, set())
+        if s <= cur:
+            return False
+        cur |= s
+        return True
+
+    def visit_block(block: Block) -> bool:
+        changed = False
+        for op in block.ops:
+            changed |= visit_op(op)
+        return changed
+
+    def visit_op(op: Op) -> bool:
+        changed = False
+        operand_targets: set[int] = set()
+        for v in op.operands:
+            operand_targets |= of(v)
+        if op.regions:
+            # Loop-carried and yielded pointers: block arguments and results may hold anything
+            # the op's operands or its regions' terminators hold.
+            flowing = set(operand_targets)
+            for region in op.regions:
+                for block in region.blocks:
+                    changed |= visit_block(block)
+                    if block.ops:
+                        for v in block.ops[-1].operands:
+                            flowing |= of(v)
+            for region in op.regions:
+                for block in region.blocks:
+                    for a in block.args:
+                        changed |= add(a, flowing)
+            for r in op.results:
+                changed |= add(r, flowing)
+        else:
+            # A pointer made from no pointer (int_to_ptr), loaded from memory or returned by a
+            # call may point anywhere; else it points where its pointer operands do (those may
+            # still be untagged on a first pass through a loop: the fixed point fills them in).
+            from_pointers = any(_is_pointer(v) for v in op.operands) and op.name not in ("tt.load", "tt.call")
+            for r in op.results:
+                changed |= add(r, operand_targets if from_pointers else {_ANY})
+        if operand_targets and op.name not in _READS_OR_COMPUTES:
+            before = len(written)
+            written.update(operand_targets)
+            changed |= len(written) != before
+        return changed
+
+    while visit_block(func.body):
+        pass
+    if _ANY in written:
+        return set(pointer_args)
+    return {i for i in written if i != _ANY}
