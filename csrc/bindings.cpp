@@ -424,6 +424,8 @@ NB_MODULE(_core, m) {
     const auto& t = sim::find_toolchain();
     nb::dict d;
     d["command"] = t.cxx;
+    d["compile_command"] = t.cc;  // direct mode (empty: `command` compiles and links)
+    d["link_command"] = t.ld;
     d["description"] = t.description;
     d["version"] = t.version;
     d["target"] = sim::sim_target().name;

@@ -27,13 +27,23 @@ def test_shim_unit_selftest(tmp_path):
     """~1100 checks of types, vector constructors, math, bfloat/half rounding, atomics,
     collectives and simdgroup_matrix, run against a mock runtime."""
     so = tmp_path / "shim_selftest.so"
-    cmd = [_zig(), "c++", "-shared", "-fPIC", "-O2", "-g0", "-nostdinc", "-nostdinc++", "-fno-exceptions",
-           "-fno-rtti", "-Xclang", "-ffloat16-excess-precision=none", "-Xclang",
-           "-fbfloat16-excess-precision=none", "-std=c++17", f"-I{triton_mps._core.sim_shim_dir()}",
-           *triton_mps._core.sim_toolchain()["target_flags"], "-x", "c++",
-           str(MSL / "shim_selftest.cpp"), "-o", str(so)]
-    r = subprocess.run(cmd, capture_output=True, text=True)
-    assert r.returncode == 0, r.stderr
+    tc = triton_mps._core.sim_toolchain()
+    # TMPS_SIM_SUPPORT: the self-test library also holds the shim's out-of-line functions (the
+    # support object every kernel library links).
+    flags = ["-fPIC", "-O2", "-g0", "-nostdinc", "-nostdinc++", "-fno-exceptions",
+             "-fno-rtti", "-Xclang", "-ffloat16-excess-precision=none", "-Xclang",
+             "-fbfloat16-excess-precision=none", "-std=c++17", "-DTMPS_SIM_SUPPORT=1",
+             f"-I{triton_mps._core.sim_shim_dir()}", *tc["target_flags"], "-x", "c++",
+             str(MSL / "shim_selftest.cpp")]
+    if tc["compile_command"]:  # direct mode: the toolchain's clang, then its linker
+        obj = tmp_path / "shim_selftest.o"
+        cmds = [[*tc["compile_command"], "-c", *flags, "-o", str(obj)],
+                [*tc["link_command"], "-shared", str(obj), "-o", str(so)]]
+    else:
+        cmds = [[_zig(), "c++", "-shared", *flags, "-o", str(so)]]
+    for cmd in cmds:
+        r = subprocess.run(cmd, capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
     # In a child process: a crash in the self-test must not take pytest down.
     run = subprocess.run(
         [sys.executable, "-c", f"import ctypes, sys; sys.exit(ctypes.CDLL({str(so)!r}).run_all())"],

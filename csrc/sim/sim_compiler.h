@@ -13,6 +13,11 @@ struct Toolchain {
   std::vector<std::string> cxx;  // command prefix, e.g. {"/.../ziglang/zig", "c++"} or {"clang++-18"}
   std::string description;       // "zig 0.17.1 (clang 22.1.8)"
   std::string version;           // part of cache keys
+  // Direct mode (zig on ELF hosts): compile with `cc` (zig's bundled clang driver, which also
+  // takes precompiled headers) and link with `ld` (zig's ld.lld), skipping zig's own build
+  // driver and its cache. Empty: one `cxx` call compiles and links.
+  std::vector<std::string> cc;
+  std::vector<std::string> ld;
 };
 
 // Search order: $TRITON_MPS_SIM_CXX (a command line, split on spaces), $TRITON_MPS_ZIG (path
@@ -24,6 +29,9 @@ const Toolchain& find_toolchain();
 // else the compile-time default (source tree). Throws Unavailable if missing.
 std::string shim_dir();
 void set_shim_dir(const std::string& dir);
+
+// Hash of every file of the metal_stdlib shim: editing the shim invalidates cached objects.
+std::string shim_hash();
 
 // Compile translated C++ into a shared object at `out_path`, written atomically (temp file
 // in the same directory, then rename). Throws CompileError with the compiler's diagnostics.

@@ -153,25 +153,6 @@ std::shared_ptr<KernelLibrary> open_library(const std::string& path, const std::
 
 // ---- the on-disk cache -----------------------------------------------------------------------
 
-// Hash of every file of the metal_stdlib shim: editing the shim invalidates cached objects.
-std::string shim_hash() {
-  static std::mutex mu;
-  static std::map<std::string, std::string> cache;
-  const std::string dir = shim_dir();
-  std::lock_guard<std::mutex> lock(mu);
-  if (auto it = cache.find(dir); it != cache.end()) return it->second;
-  std::vector<std::string> files;
-  for (const auto& e : fs::recursive_directory_iterator(dir))
-    if (e.is_regular_file()) files.push_back(fs::relative(e.path(), dir).generic_string());
-  std::sort(files.begin(), files.end());
-  std::string text;
-  for (const auto& f : files) {
-    append_framed(text, f);
-    append_framed(text, sha256_file_hex((fs::path(dir) / f).string()));
-  }
-  return cache[dir] = sha256_hex(text);
-}
-
 std::string meta_path(const std::string& so) { return so + ".meta"; }
 
 std::string meta_text(const std::string& so) {

@@ -48,6 +48,10 @@ typedef __UINT16_TYPE__ uint16_t;
 typedef __UINT32_TYPE__ uint32_t;
 typedef __UINT64_TYPE__ uint64_t;
 
+// Compiler-rt stand-ins, defined only in the simulator's support object (TMPS_SIM_SUPPORT,
+// compiled once and linked into every kernel library; see sim_compiler.cpp): kernels only
+// call them, through the conversions clang lowers to these names.
+#ifdef TMPS_SIM_SUPPORT
 // float/double -> bfloat. clang lowers these conversions to compiler-rt calls that zig's
 // compiler-rt lacks; define them here (weak + hidden: one copy per kernel library, never
 // interposed by a libgcc that has its own). Round to nearest even; NaN stays a quiet NaN.
@@ -114,6 +118,7 @@ extern "C" __attribute__((weak, visibility("hidden"))) _Float16 __truncdfhf2(dou
 extern "C" __attribute__((weak, visibility("hidden"))) __bf16 __truncdfbf2(double d) {
   return __truncsfbf2(tmps_round_to_odd_float(d));
 }
+#endif  // TMPS_SIM_SUPPORT
 
 namespace tmps_sim {
 

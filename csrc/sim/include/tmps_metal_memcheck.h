@@ -6,10 +6,13 @@
 // memory, the thread's own stack, ...). A bad access aborts the dispatch before it happens.
 // The callbacks themselves are not instrumented. The return address identifies the access
 // for the error message (the runtime maps it to the MSL line).
+// They are compiled once into the simulator's support object (TMPS_SIM_SUPPORT, see
+// sim_compiler.cpp), which every kernel library links, not into each kernel: a kernel's own
+// translation unit only calls them.
 #ifndef TMPS_METAL_MEMCHECK_H
 #define TMPS_METAL_MEMCHECK_H
 
-#if defined(TMPS_SIM_MEMCHECK) && TMPS_SIM_MEMCHECK && !defined(TMPS_SIM_STRICT)
+#if defined(TMPS_SIM_SUPPORT) && defined(TMPS_SIM_MEMCHECK) && TMPS_SIM_MEMCHECK && !defined(TMPS_SIM_STRICT)
 
 // Set by the runtime for the duration of a dispatch (one dispatch per library at a time).
 extern "C" __attribute__((visibility("default"))) const tmps_sim_memcheck* tmps_sim_mc = 0;
