@@ -179,7 +179,8 @@ def test_triton_kernel_with_a_mask_bug_is_stopped(tmp_path):
     """A Triton kernel whose mask lets one element past the end through: DispatchError through
     kernel[grid](...), naming the MSL line and the Triton line (child process: Triton needs its
     kernel source in a file). The bounds are the tensor's storage (its allocation, as
-    compute-sanitizer checks), so the output here owns its storage; a view into a larger tensor may be addressed anywhere in that storage."""
+    compute-sanitizer checks), so the output here owns its storage; a view into a larger tensor
+    may be addressed anywhere in that storage."""
     import subprocess
     import sys
 
