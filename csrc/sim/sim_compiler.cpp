@@ -837,7 +837,7 @@ void strict_check(const std::string& cpp, const CompileOptions& options) {
   for (const char* f : {"-x", "c++"}) argv.push_back(f);
   RunResult r;
   if (!tc.cc.empty()) {
-    std::string dir = cache_dir() + "/sim";
+    std::string dir = usable_cache_dir("sim");  // a private one if the cache is unusable
     make_dirs(dir);
     r = run_with_pch(tc, argv, flags_begin, argv.size(), dir, {}, {src});
   } else {
