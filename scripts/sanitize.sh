@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Builds the native core and the gtest suite with AddressSanitizer + UndefinedBehaviorSanitizer
-# and runs them (including the pool stress test: 4 threads, 1M allocate/free), then a small
+# and runs them (including the pool stress test: 4 threads, 1M allocations, each freed), then a small
 # pytest subset against a sanitized Python extension.
 #
 #   bash scripts/sanitize.sh            # gtests + pytest subset
 #   bash scripts/sanitize.sh --gtest    # gtests only
+#   bash scripts/sanitize.sh --pytest   # the pytest subset only (extra arguments go to pytest)
 #
 # Needs the test extras in .venv (bash scripts/test.sh makes it) and Debian's libgtest-dev.
 # Build trees: build/asan-cpp (gtests), build/asan-py (the extension, installed into a
@@ -20,16 +21,20 @@ SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:halt_on_error=1:abort_on_error=0:strict_string_checks=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 
+MODE=${1:-all}
+mkdir -p build
+if [[ "$MODE" != "--pytest" ]]; then
 echo "== gtest suite under ASan+UBSan (build/asan-cpp)"
 "$BIN/cmake" -S . -B build/asan-cpp -G Ninja -DCMAKE_MAKE_PROGRAM="$BIN/ninja" \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTRITON_MPS_BUILD_TESTS=ON -DTRITON_MPS_BUILD_PYTHON=OFF \
   -DCMAKE_C_FLAGS="$SAN" -DCMAKE_CXX_FLAGS="$SAN" -DCMAKE_EXE_LINKER_FLAGS="$SAN" \
   -DPython_EXECUTABLE="$PY" > build/asan-cpp.configure.log
 "$BIN/cmake" --build build/asan-cpp -j "$JOBS" > build/asan-cpp.build.log
-TMPS_POOL_STRESS_OPS=${TMPS_POOL_STRESS_OPS:-1000000} \
+TMPS_POOL_STRESS_ALLOCS=${TMPS_POOL_STRESS_ALLOCS:-1000000} \
   "$BIN/ctest" --test-dir build/asan-cpp --output-on-failure -j 2 --timeout 900
 
-[[ "${1:-}" == "--gtest" ]] && exit 0
+fi
+[[ "$MODE" == "--gtest" ]] && exit 0
 
 echo "== pytest subset with a sanitized extension (build/asan-py)"
 # The extension is built with the sanitizers; Python itself is not, so the ASan runtime must
@@ -44,7 +49,11 @@ CMAKE_ARGS="-DCMAKE_C_FLAGS='$SAN' -DCMAKE_CXX_FLAGS='$SAN' -DCMAKE_SHARED_LINKE
 LIBASAN=$(c++ -print-file-name=libasan.so)
 LIBUBSAN=$(c++ -print-file-name=libubsan.so)
 # The simulator's own fault handlers (csrc/sim/signals.cpp) stay in charge of SIGSEGV/SIGFPE.
-ASAN_OPTIONS=detect_leaks=0:halt_on_error=1:handle_segv=0:handle_sigbus=0:handle_sigfpe=0:allow_user_segv_handler=1 \
+# Reports go to build/asan-py/report.<pid> (pytest captures stderr).
+rm -f build/asan-py/report.*
+ASAN_OPTIONS=detect_leaks=0:halt_on_error=1:handle_segv=0:handle_sigbus=0:handle_sigfpe=0:allow_user_segv_handler=1:log_path=$ROOT/build/asan-py/report \
+  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1:log_path=$ROOT/build/asan-py/report \
   LD_PRELOAD="$LIBASAN $LIBUBSAN" PYTHONPATH="$PREFIX" \
   "$PY" -m pytest -q -p no:cacheprovider \
-  tests/errors/test_msl_api.py tests/errors/test_core_inputs.py tests/test_buffers.py tests/test_memcheck.py "${@:2}"
+  tests/errors/test_msl_api.py tests/errors/test_core_inputs.py tests/test_buffers.py tests/test_memcheck.py "${@:2}" \
+  || { cat build/asan-py/report.* 2>/dev/null; exit 1; }

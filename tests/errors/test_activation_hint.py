@@ -21,7 +21,8 @@ k[(1,)](torch.zeros(1))
 
 
 @pytest.mark.skipif(sys.platform == "darwin", reason="on macOS the backend activates itself with a Metal device")
-@bad_input("TRITON_BACKEND unset on Linux", given="a Triton launch without TRITON_BACKEND=mps",
+@bad_input("TRITON_BACKEND unset on Linux",
+           given="a Triton launch without TRITON_BACKEND=mps (Triton's '0 active drivers', after our RuntimeWarning)",
            raises="RuntimeError", says="set TRITON_BACKEND=mps to run Triton kernels on the triton-mps simulator")
 def test_unset_backend_gives_a_hint(tmp_path, bad):
     env = {k: v for k, v in os.environ.items() if k not in ("TRITON_BACKEND", "TRITON_DEFAULT_BACKEND")}
