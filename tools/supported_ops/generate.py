@@ -53,6 +53,8 @@ def render(ops: dict[str, str], record: dict) -> str:
         "(`@lowers` in `python/triton_mps/compiler/`) and a recorded test run",
         "(`tools/supported_ops/coverage.json`, made by `generate.py record`); do not edit by hand.",
         "An op not listed here raises `CompilationError` naming the op, the kernel and the Python line.",
+        "\"none recorded\": no test of the recorded run lowered it (Triton's own tests, run by",
+        "`tools/conformance/run.py`, are not part of the recording).",
         "",
         f"{len(ops)} TTGIR ops are lowered; {covered} were lowered by at least one test of the recorded run "
         f"({record.get('tests_run', 0)} tests of `pytest {' '.join(record.get('pytest_args', []))}`).",
