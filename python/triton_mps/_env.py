@@ -1,7 +1,7 @@
 """Every environment variable triton-mps reads, with the values it accepts.
 
 `check_environment()` runs at import: a value outside the allowed ones, or a `TRITON_MPS_*`
-name we do not know (a typo such as TRITON_MPS_MEMCHEK), gives one RuntimeWarning naming the
+name we do not know (a typo: MEMCHEK for MEMCHECK), gives one RuntimeWarning naming the
 variable and what it accepts. The code that reads a variable still raises InvalidArgument for
 a value it cannot use (the native core for MEMCHECK, TIMEOUT, SIM_THREADS, the pool sizes;
 `flag()` here for on/off switches), so a bad value never passes silently.
