@@ -41,3 +41,20 @@ def rmw_kernel(ptr, val_ptr, old_ptr, n, KIND: tl.constexpr, NB: tl.constexpr, B
     else:
         old = tl.atomic_xchg(slot, v, mask=mask)
     tl.store(old_ptr + offs, old, mask=mask)
+
+
+def linrec_reference(a, b, axis, reverse):
+    """Float64 reference of the linear-recurrence scan (x_i = a_i * x_{i-1} + b_i) along `axis`:
+    the running products of a and the recurrence of b, as the associative scan combines them."""
+    a, b = np.moveaxis(a.astype(np.float64), axis, -1), np.moveaxis(b.astype(np.float64), axis, -1)
+    if reverse:
+        a, b = a[..., ::-1], b[..., ::-1]
+    ra, rb = np.empty_like(a), np.empty_like(b)
+    ca, cb = a[..., 0], b[..., 0]
+    ra[..., 0], rb[..., 0] = ca, cb
+    for i in range(1, a.shape[-1]):
+        ca, cb = ca * a[..., i], cb * a[..., i] + b[..., i]
+        ra[..., i], rb[..., i] = ca, cb
+    if reverse:
+        ra, rb = ra[..., ::-1], rb[..., ::-1]
+    return np.moveaxis(ra, -1, axis), np.moveaxis(rb, -1, axis)

@@ -8,6 +8,7 @@ import pytest
 import triton
 import triton.language as tl
 import triton_mps.compiler.ops.reduce as reduce_mod  # registers the lowerings (until ops/__init__ does)
+from tmps_testing import linrec_reference
 from ttgir_harness import compile_kernel, poison
 
 WARPS = [1, 2, 4, 8]
@@ -376,21 +377,6 @@ def linrec_kernel(a_ptr, b_ptr, oa_ptr, ob_ptr, M, N, BM: tl.constexpr, BN: tl.c
     tl.store(ob_ptr + r * N + c, rb, mask=m)
 
 
-def _linrec_ref(a, b, axis, reverse):
-    a, b = np.moveaxis(a.astype(np.float64), axis, -1), np.moveaxis(b.astype(np.float64), axis, -1)
-    if reverse:
-        a, b = a[..., ::-1], b[..., ::-1]
-    ra, rb = np.empty_like(a), np.empty_like(b)
-    ca, cb = a[..., 0], b[..., 0]
-    ra[..., 0], rb[..., 0] = ca, cb
-    for i in range(1, a.shape[-1]):
-        ca, cb = ca * a[..., i], cb * a[..., i] + b[..., i]
-        ra[..., i], rb[..., i] = ca, cb
-    if reverse:
-        ra, rb = ra[..., ::-1], rb[..., ::-1]
-    return np.moveaxis(ra, -1, axis), np.moveaxis(rb, -1, axis)
-
-
 @pytest.mark.parametrize("num_warps", WARPS)
 @pytest.mark.parametrize("reverse", [False, True])
 @pytest.mark.parametrize("axis", [0, 1])
@@ -405,7 +391,7 @@ def test_associative_scan_noncommutative(shape, axis, reverse, num_warps):
     b = rng.standard_normal((M, N)).astype(np.float32)
     oa, ob = poison((M, N), np.float32), poison((M, N), np.float32)
     k(a, b, oa, ob, M, N)
-    ra, rb = _linrec_ref(a, b, axis, reverse)
+    ra, rb = linrec_reference(a, b, axis, reverse)
     np.testing.assert_allclose(oa, ra, rtol=1e-4, atol=1e-30)
     np.testing.assert_allclose(ob, rb, rtol=1e-4, atol=1e-4)
 
@@ -430,7 +416,7 @@ def test_generic_paths(axis, reverse, num_warps, monkeypatch):
     b = rng.standard_normal((M, N)).astype(np.float32)
     oa, ob = poison((M, N), np.float32), poison((M, N), np.float32)
     k(a, b, oa, ob, M, N)
-    ra, rb = _linrec_ref(a, b, axis, reverse)
+    ra, rb = linrec_reference(a, b, axis, reverse)
     np.testing.assert_allclose(oa, ra, rtol=1e-4, atol=1e-30)
     np.testing.assert_allclose(ob, rb, rtol=1e-4, atol=1e-4)
 

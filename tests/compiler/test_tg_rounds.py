@@ -18,6 +18,7 @@ import triton
 import triton.language as tl
 import triton_mps.compiler.ops.dot as dot_mod
 import triton_mps.compiler.ops.reduce as reduce_mod
+from tmps_testing import linrec_reference
 from triton_mps.compiler import lowering
 from ttgir_harness import compile_kernel, poison
 
@@ -160,21 +161,6 @@ def _linrec(a1, b1, a2, b2):
     return a1 * a2, b1 * a2 + b2
 
 
-def _linrec_ref(a, b, axis, reverse):
-    a, b = np.moveaxis(a.astype(np.float64), axis, -1), np.moveaxis(b.astype(np.float64), axis, -1)
-    if reverse:
-        a, b = a[..., ::-1], b[..., ::-1]
-    ra, rb = np.empty_like(a), np.empty_like(b)
-    ca, cb = a[..., 0], b[..., 0]
-    ra[..., 0], rb[..., 0] = ca, cb
-    for i in range(1, a.shape[-1]):
-        ca, cb = ca * a[..., i], cb * a[..., i] + b[..., i]
-        ra[..., i], rb[..., i] = ca, cb
-    if reverse:
-        ra, rb = ra[..., ::-1], rb[..., ::-1]
-    return np.moveaxis(ra, -1, axis), np.moveaxis(rb, -1, axis)
-
-
 @pytest.mark.parametrize("generic", [False, True])
 @pytest.mark.parametrize("axis,reverse", [(0, False), (1, True)])
 def test_scan_and_argmax_in_rounds(small_limit, monkeypatch, axis, reverse, generic):
@@ -195,7 +181,7 @@ def test_scan_and_argmax_in_rounds(small_limit, monkeypatch, axis, reverse, gene
     oa, ob = poison((M, N), np.float32), poison((M, N), np.float32)
     ma = poison(N if axis == 0 else M, np.int32)
     k(a, b, oa, ob, ma, M, N)
-    ra, rb = _linrec_ref(a, b, axis, reverse)
+    ra, rb = linrec_reference(a, b, axis, reverse)
     np.testing.assert_allclose(oa, ra, rtol=1e-4, atol=1e-30)
     np.testing.assert_allclose(ob, rb, rtol=1e-4, atol=1e-4)
     np.testing.assert_array_equal(ma, b.argmax(axis))
