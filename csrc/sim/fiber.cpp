@@ -10,6 +10,17 @@
 
 #include "../errors.h"
 
+#if defined(__SANITIZE_ADDRESS__)
+#define TMPS_FIBER_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define TMPS_FIBER_ASAN 1
+#endif
+#endif
+#ifdef TMPS_FIBER_ASAN
+#include <sanitizer/asan_interface.h>
+#endif
+
 extern "C" void tmps_sim_fiber_start();  // fiber_*.S: calls fn(arg) from the initial frame
 
 namespace tmps::sim {
@@ -56,6 +67,12 @@ bool FiberStack::contains(const void* addr) const {
 // registers and the "return address" is tmps_sim_fiber_start, which moves them into place.
 void* fiber_prepare(const FiberStack& stack, void (*fn)(void*), void* arg, size_t skew) {
   if (skew > stack.size() / 2) skew = 0;
+#ifdef TMPS_FIBER_ASAN
+  // A fiber ends by switching away for good, so the ASan-instrumented frames it leaves behind
+  // (fiber_main's) never unpoison their redzones: clear that stale poison before the stack is
+  // reused, or the next fiber's locals read as a stack-buffer-overflow (scripts/sanitize.sh).
+  ASAN_UNPOISON_MEMORY_REGION(static_cast<char*>(stack.top()) - stack.size(), stack.size());
+#endif
   auto top = (reinterpret_cast<uintptr_t>(stack.top()) - skew) & ~uintptr_t(15);
 #if defined(__x86_64__)
   // [0] mxcsr | x87 cw, [8] r15, [16] r14, [24] r13=arg, [32] r12=fn, [40] rbx, [48] rbp,
