@@ -12,8 +12,8 @@ import pytest
 import torch
 import triton
 import triton.language as tl
-from triton.language.extra import libdevice
 from bad_input import bad_input
+from triton.language.extra import libdevice
 
 
 @triton.jit
