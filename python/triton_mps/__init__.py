@@ -26,6 +26,7 @@ from ._core import (  # noqa: E402
 
 _setup.configure_core(_core)
 
+from .counters import counters_enabled, last_dispatch_stats, set_counters  # noqa: E402
 from .runtime import (  # noqa: E402
     Kernel,
     as_buffer,
@@ -53,9 +54,12 @@ __all__ = [
     "Unavailable",
     "as_buffer",
     "compile_msl",
+    "counters_enabled",
     "default_device",
     "devices",
     "empty",
     "get_device",
+    "last_dispatch_stats",
+    "set_counters",
     "synchronize",
 ]

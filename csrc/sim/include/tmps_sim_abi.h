@@ -63,6 +63,10 @@ typedef struct tmps_sim_memcheck {
   volatile tmps_u32 stop;              /* set by the watchdog */
 } tmps_sim_memcheck;
 
+/* Set in the `site` of the exchange behind a simdgroup_matrix multiply (the shim's mma), so
+ * the runtime's counters can tell matrix work from other SIMD-group functions. */
+#define TMPS_SIM_SITE_MATRIX 0x40000000u
+
 /* Result of a SIMD-group exchange: what every participating lane deposited. */
 typedef struct tmps_sim_exchange {
   tmps_u32 active_mask; /* bit i: lane i took part (reached the same call site) */

@@ -22,19 +22,30 @@ _SIG_SCALARS = {
 }
 MAX_BINDINGS = 31
 
+# Math: Triton's semantics, stated in the source as well as in the pipeline's compile options
+# (MTLMathModeSafe, the driver): no fast-math reassociation, and no contraction of a*b+c by
+# Metal's compiler on its own (`fp contract(off)`, MSL 3.2+; older MSL has only the compile
+# option). Fused multiply-adds are the compiler's decision: explicit fma() where
+# `enable_fp_fusion` allows (ops/elementwise.py), so Metal and the simulator (-ffp-contract=off)
+# round alike.
 _PRELUDE = """#include <metal_stdlib>
+#if __METAL_VERSION__ >= 320
+#pragma METAL fp math_mode(safe)
+#pragma METAL fp contract(off)
+#endif
 using namespace metal;
 """
 
 
 def compile_ttgir(mod, *, num_warps: int, signature: dict, constants: dict, kernel_name: str,
-                  context=None) -> CompiledMSL:
+                  context=None, enable_fp_fusion: bool = True) -> CompiledMSL:
     """Lower the public function of a TTGIR module to one MSL kernel for Triton's `kernel_name`.
 
     The MSL function is named `names.legal_kernel_name(kernel_name)` (the same name unless it is
     an MSL keyword, a Metal library name, ...); `CompiledMSL.name` is that name, which the backend
     stores as the metadata name so that the launcher finds the function. Errors name the kernel
-    as Triton does."""
+    as Triton does. `enable_fp_fusion` (Triton's option): a float multiply whose only use is an
+    add or subtract in the same block becomes one fma(); off, every multiply and add rounds."""
     if context is None:
         context = mod.context if hasattr(mod, "context") else None
     module = read_module(mod, context, num_warps)
@@ -43,6 +54,7 @@ def compile_ttgir(mod, *, num_warps: int, signature: dict, constants: dict, kern
         raise CompilationError(f"expected one public function, found {len(publics)}", kernel=kernel_name)
     func = publics[0]
     state = KernelState(kernel_name, num_warps, module)
+    state.fp_fusion = enable_fp_fusion
 
     names = [n for n, t in signature.items() if t != "constexpr" and n not in (constants or {})]
     sig_index = {n: i for i, n in enumerate(signature)}
