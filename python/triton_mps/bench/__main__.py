@@ -46,7 +46,8 @@ def model_table(results: list[Result], chips: list[str]) -> str:
 def chips_table() -> str:
     lines = ["| chip | bandwidth GB/s | FP32 TFLOPS | FP16 TFLOPS | threadgroup KiB |", "|---|---:|---:|---:|---:|"]
     for c in CHIPS:
-        lines.append(f"| {c.name} | {c.bandwidth_gbs:g} | {c.fp32_tflops:g} | {c.fp16_tflops:g} | {c.threadgroup_kib} |")
+        lines.append(f"| {c.name} | {c.bandwidth_gbs:g} | {c.fp32_tflops:g} | {c.fp16_tflops:g} "
+                     f"| {c.threadgroup_kib} |")
     return "\n".join(lines)
 
 
@@ -66,7 +67,8 @@ def plots(results: list[Result], folder: Path, chip_name: str = "M4") -> list[Pa
     ai = [10 ** (x / 10) for x in range(-20, 31)]
     for fp16 in (False, True):
         peak = (c.fp16_tflops if fp16 else c.fp32_tflops) * 1e12
-        ax.plot(ai, [min(peak, a * c.bandwidth_gbs * 1e9) / 1e12 for a in ai], label=f"roof ({'fp16' if fp16 else 'fp32'})")
+        roof = [min(peak, a * c.bandwidth_gbs * 1e9) / 1e12 for a in ai]
+        ax.plot(ai, roof, label=f"roof ({'fp16' if fp16 else 'fp32'})")
     for r in results:
         intensity = r.required_flops / max(r.device_bytes, 1)
         perf = r.required_flops / c.time_s(r.device_bytes, r.required_flops, r.fp16) / 1e12

@@ -96,6 +96,7 @@ def _vector_add(k, torch, n: int) -> Result:
 
 def _softmax(k, torch, rows: int, cols: int) -> Result:
     import triton
+
     from kernels.softmax import softmax_reference, softmax_rows_kernel
 
     x = torch.randn(rows, cols)
@@ -112,6 +113,7 @@ def _softmax(k, torch, rows: int, cols: int) -> Result:
 
 def _layer_norm(k, torch, rows: int, cols: int) -> Result:
     import triton
+
     from kernels.layer_norm import _ln_forward, layer_norm_reference
 
     x = torch.randn(rows, cols)
