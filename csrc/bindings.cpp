@@ -25,6 +25,7 @@
 #include "pool.h"
 #include "py_context.h"
 #include "scalar_types.h"
+#include "sim/scheduler.h"
 #include "sim/sim_compiler.h"
 
 namespace nb = nanobind;
@@ -430,6 +431,43 @@ NB_MODULE(_core, m) {
     d["version"] = t.version;
     d["target"] = sim::sim_target().name;
     d["target_flags"] = sim::sim_target().flags;
+    return d;
+  });
+  // Simulator traffic / FLOP counters (scheduler.h): per dispatch, off by default.
+  m.def("sim_set_counters", &sim::set_counting, "on"_a);
+  m.def("sim_counters_enabled", &sim::counting);
+  m.def("sim_last_dispatch_counters", []() -> nb::object {
+    const sim::DispatchCounters c = sim::last_dispatch_counters();
+    if (!c.valid) return nb::none();
+    nb::dict d;
+    d["memory_counted"] = c.memory_counted;
+    d["threadgroups"] = c.threadgroups;
+    d["threads_per_threadgroup"] = c.threads_per_threadgroup;
+    d["device_bytes_read"] = c.device_bytes_read;
+    d["device_bytes_written"] = c.device_bytes_written;
+    d["device_distinct_bytes_read"] = c.device_distinct_read;
+    d["device_distinct_bytes_written"] = c.device_distinct_written;
+    d["device_loads"] = c.device_loads;
+    d["device_stores"] = c.device_stores;
+    d["threadgroup_bytes_read"] = c.threadgroup_bytes_read;
+    d["threadgroup_bytes_written"] = c.threadgroup_bytes_written;
+    d["barriers"] = c.barriers;
+    d["simd_collectives"] = c.simd_collectives;
+    d["simdgroup_barriers"] = c.simdgroup_barriers;
+    d["simdgroup_matrix_ops"] = c.simdgroup_matrix_ops;
+    d["simdgroup_matrix_flops"] = c.simdgroup_matrix_flops;
+    nb::list buffers;
+    for (const auto& b : c.buffers) {
+      nb::dict e;
+      e["index"] = b.index;
+      e["bytes"] = b.bytes;
+      e["read"] = b.read;
+      e["written"] = b.written;
+      e["distinct_read"] = b.distinct_read;
+      e["distinct_written"] = b.distinct_written;
+      buffers.append(e);
+    }
+    d["buffers"] = buffers;
     return d;
   });
   m.def("cache_dir", &cache_dir);

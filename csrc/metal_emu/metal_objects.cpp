@@ -710,10 +710,16 @@ class EmuDevice : public EmuObject {
   id new_library(const void* source, const void* options, void* error) {
     std::string src = string_of(source);
     CompileOptions opts;
+    MathMode asked = MathMode::Fast;  // Metal's default when no options are given
     if (auto* o = as<EmuCompileOptions>(options)) {
-      opts.math_mode = o->math_mode == 0 ? MathMode::Safe : o->math_mode == 1 ? MathMode::Relaxed : MathMode::Fast;
+      opts.math_mode = asked = o->math_mode == 0 ? MathMode::Safe : o->math_mode == 1 ? MathMode::Relaxed : MathMode::Fast;
       if (o->language_version) opts.language_version = version_text(o->language_version);
     }
+    // Recorded as Metal would apply it (nil options: fast); the simulator still builds nil-option
+    // libraries in its safe mode, as before.
+    count(asked == MathMode::Safe      ? &EmuCounters::libraries_safe_math
+          : asked == MathMode::Relaxed ? &EmuCounters::libraries_relaxed_math
+                                       : &EmuCounters::libraries_fast_math);
     std::vector<std::string> names;
     try {
       for (const KernelDecl& k : parse_kernels(src, "emulated.metal")) names.push_back(k.name);

@@ -22,6 +22,11 @@ struct EmuCounters {
   long pipelines_built = 0;
   long pipelines_from_archive = 0;
   long command_buffers_with_error_options = 0;  // MTLCommandBufferErrorOptionEncoderExecutionStatus costs GPU time
+  // Libraries compiled from source, by the math mode their MTLCompileOptions asked for (nil
+  // options: Metal's default, fast). Triton kernels must be built in safe mode.
+  long libraries_safe_math = 0;
+  long libraries_relaxed_math = 0;
+  long libraries_fast_math = 0;
 };
 EmuCounters emu_counters();
 // Pipelines built without setMaxTotalThreadsPerThreadgroup: get at most this many threads (the

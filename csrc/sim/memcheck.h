@@ -42,6 +42,22 @@ class AccessMap {
         if (addr < b.hi && addr + 4 > b.lo) return true;
     return false;
   }
+  // The bound buffer holding [addr, addr + size): its position among the bound buffers
+  // (0..count-1) and base; false if none.
+  bool locate(uintptr_t addr, uint64_t size, uint32_t& position, uintptr_t& base) const {
+    for (uint32_t i = 0; i < buffers_.size(); ++i) {
+      const Range& b = buffers_[i];
+      if (addr >= b.lo && addr < b.hi && size <= b.hi - addr) {
+        position = i;
+        base = b.lo;
+        return true;
+      }
+    }
+    return false;
+  }
+  size_t buffer_count() const { return buffers_.size(); }
+  uint64_t buffer_bytes(uint32_t position) const { return buffers_[position].hi - buffers_[position].lo; }
+  uint32_t buffer_index(uint32_t position) const { return buffers_[position].index; }
   bool in_allowed(uintptr_t addr, uint64_t size) const {
     for (const Range& r : allowed_)
       if (addr >= r.lo && addr < r.hi && size <= r.hi - addr) return true;

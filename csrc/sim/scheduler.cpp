@@ -44,6 +44,36 @@ constexpr uint32_t kSimdBarrierSite = 0x80000000u;
 enum class LaneState : uint8_t { Runnable, Barrier, Collective, Done };
 enum class ErrorKind { Dispatch, Limit, Interrupted, Timeout };
 
+// ---- counters (scheduler.h) -------------------------------------------------------------------
+
+std::atomic<int> g_counting{-1};  // -1: not yet read from $TRITON_MPS_SIM_COUNTERS
+std::mutex g_last_mu;
+DispatchCounters g_last;
+
+// One bit per byte of a bound buffer: which bytes a dispatch read / wrote (shared by the workers).
+struct ByteSet {
+  std::unique_ptr<std::atomic<uint64_t>[]> words;
+  size_t n = 0;
+  explicit ByteSet(uint64_t bytes) : words(new std::atomic<uint64_t>[(bytes + 63) / 64]), n((bytes + 63) / 64) {
+    for (size_t i = 0; i < n; ++i) words[i].store(0, std::memory_order_relaxed);
+  }
+  void mark(uint64_t off, uint64_t size) {
+    while (size) {
+      const uint64_t bit = off % 64, take = std::min<uint64_t>(size, 64 - bit);
+      const uint64_t mask = take == 64 ? ~uint64_t(0) : ((uint64_t(1) << take) - 1) << bit;
+      std::atomic<uint64_t>& w = words[off / 64];
+      if ((w.load(std::memory_order_relaxed) & mask) != mask) w.fetch_or(mask, std::memory_order_relaxed);
+      off += take;
+      size -= take;
+    }
+  }
+  uint64_t count() const {
+    uint64_t c = 0;
+    for (size_t i = 0; i < n; ++i) c += static_cast<uint64_t>(__builtin_popcountll(words[i].load(std::memory_order_relaxed)));
+    return c;
+  }
+};
+
 struct Lane {
   void* sp = nullptr;
   LaneState state = LaneState::Runnable;
@@ -81,6 +111,8 @@ struct DispatchState {
   uint64_t seed = 0;                   // interleaving: the schedule's seed
   unsigned interrupts_at_start = 0;    // interrupt_count() when the dispatch began
   double timeout_s = 0;
+  bool counting = false;                // counters on for this dispatch
+  std::vector<ByteSet> read_bytes, written_bytes;  // counting: per bound buffer (AccessMap order)
 
   std::mutex err_mu;
   bool has_error = false;
@@ -170,6 +202,7 @@ struct Worker {
   // Interleaving (TMPS_CHECK_INTERLEAVE): the schedule's random state, and the lanes that can run.
   uint64_t rng = 0;
   std::vector<uint32_t> runnable;
+  DispatchCounters counters;  // this worker's share of the dispatch (counting on)
 };
 
 namespace {
@@ -456,12 +489,31 @@ void maybe_yield(Worker* w) {
   if (cancelled(*w->d)) stop_kernel(w);
 }
 
+// Counting on: device and threadgroup traffic of an access (valid or not: checked after).
+void count_access(Worker* w, uintptr_t a, uint64_t size, bool write) {
+  DispatchState& d = *w->d;
+  DispatchCounters& c = w->counters;
+  uint32_t position = 0;
+  uintptr_t base = 0;
+  if (d.access.locate(a, size, position, base)) {
+    (write ? c.device_bytes_written : c.device_bytes_read) += size;
+    ++(write ? c.device_stores : c.device_loads);
+    if (c.buffers.size() <= position) c.buffers.resize(d.access.buffer_count());
+    (write ? c.buffers[position].written : c.buffers[position].read) += size;
+    (write ? d.written_bytes : d.read_bytes)[position].mark(a - base, size);
+    return;
+  }
+  const auto arena = reinterpret_cast<uintptr_t>(w->arena.get());
+  if (a >= arena && a < arena + kMaxThreadgroupMemory) (write ? c.threadgroup_bytes_written : c.threadgroup_bytes_read) += size;
+}
+
 // Memcheck (see memcheck.h). The common case, an access inside a bound buffer, is the first test.
 void rt_check_access(const void* addr, tmps_u64 size, tmps_u32 is_write, const void* pc) {
   Worker* w = tls_worker;
   if (!w || !w->d) return;  // kernel code run outside a dispatch (a test calling it directly)
   if (cancelled(*w->d)) stop_kernel(w);  // memcheck builds: every access is a point to stop at
   const auto a = reinterpret_cast<uintptr_t>(addr);
+  if (w->d->counting) count_access(w, a, size, is_write != 0);
   const Region r = locate(w, a, size);
   if (r == Region::Bad) report_out_of_bounds(w, a, size, is_write != 0, pc);
   const uint32_t checks = w->d->checks;
@@ -476,6 +528,7 @@ void rt_atomic_access(const void* addr, tmps_u64 size, const void* pc) {
   if (!w || !w->d) return;
   if (cancelled(*w->d)) stop_kernel(w);
   const auto a = reinterpret_cast<uintptr_t>(addr);
+  if (w->d->counting) count_access(w, a, size, true);
   const Region r = locate(w, a, size);
   if (r == Region::Bad) report_out_of_bounds(w, a, size, true, pc);
   const uint32_t checks = w->d->checks;
@@ -639,6 +692,17 @@ bool complete_collectives(Worker& w, uint32_t n) {
     snap.active_mask = mask;
     snap.size = size;
     progressed = true;
+    if (w.d->counting) {
+      DispatchCounters& c = w.counters;
+      if (site == kSimdBarrierSite) {
+        ++c.simdgroup_barriers;
+      } else if (site & TMPS_SIM_SITE_MATRIX) {
+        ++c.simdgroup_matrix_ops;
+        c.simdgroup_matrix_flops += 2 * 8 * 8 * 8;
+      } else {
+        ++c.simd_collectives;
+      }
+    }
   }
   return progressed;
 }
@@ -751,6 +815,7 @@ void run_group_fibers(Worker& w) {
     }
     if (waiting == 0 && other == 0) return;  // threadgroup finished
     if (other == 0 && done == 0 && same_line) {  // the common case: release the barrier
+      if (d.counting) ++w.counters.barriers;
       for (uint32_t i = 0; i < n; ++i) w.lanes[i].state = LaneState::Runnable;
       ++w.epoch;
       continue;
@@ -784,6 +849,7 @@ void ensure_arena(Worker& w) {
 // Per-dispatch buffers of a worker; stacks only grow.
 void prepare_worker(Worker& w, DispatchState& d) {
   w.d = &d;
+  w.counters = DispatchCounters{};
   w.fiber_mode = d.kernel->needs_fibers != 0 || (d.checks & TMPS_CHECK_INTERLEAVE) != 0;
   if ((d.checks & TMPS_CHECK_RACE) && w.shadow.empty()) w.shadow.resize(kMaxThreadgroupMemory);
   w.aborting = false;
@@ -952,6 +1018,25 @@ class Watchdog {
 
 const tmps_sim_runtime* runtime() { return &kRuntime; }
 
+void set_counting(bool on) { g_counting.store(on ? 1 : 0); }
+
+bool counting() {
+  int v = g_counting.load();
+  if (v < 0) {
+    const char* e = std::getenv("TRITON_MPS_SIM_COUNTERS");
+    v = e && *e && std::strcmp(e, "0") != 0 ? 1 : 0;
+    int expected = -1;
+    g_counting.compare_exchange_strong(expected, v);
+    v = g_counting.load();
+  }
+  return v == 1;
+}
+
+DispatchCounters last_dispatch_counters() {
+  std::lock_guard<std::mutex> lock(g_last_mu);
+  return g_last;
+}
+
 Scheduler::Scheduler(unsigned workers, size_t stack_bytes)
     : num_workers_(workers ? workers : default_workers()),
       stack_bytes_(stack_bytes ? stack_bytes : default_fiber_stack_bytes()) {}
@@ -1009,14 +1094,20 @@ void Scheduler::run(const LaunchSpec& spec) {
   t.threads_per_simdgroup = kSimd;
   t.quadgroups_per_threadgroup = static_cast<uint32_t>((nthreads + 3) / 4);
   d.access.reset(spec);
+  d.counting = counting();
+  if (d.counting)
+    for (uint32_t i = 0; i < d.access.buffer_count(); ++i) {
+      d.read_bytes.emplace_back(d.access.buffer_bytes(i));
+      d.written_bytes.emplace_back(d.access.buffer_bytes(i));
+    }
   const unsigned n = static_cast<unsigned>(std::min<uint64_t>(num_workers_, ngroups));
   while (workers_.size() < n) {
     workers_.push_back(std::make_unique<Worker>());
     workers_.back()->stack_bytes = stack_bytes_;
   }
   for (unsigned i = 0; i < n; ++i) ensure_arena(*workers_[i]);
-  if (spec.memcheck_slot) {
-    // The fast path's ranges: the buffers (exact), the runtime table and argument arrays, and
+  if (spec.memcheck_slot && !d.counting) {
+    // The fast path's ranges (none while counting: every access then reaches rt_check_access): the buffers (exact), the runtime table and argument arrays, and
     // each worker's whole threadgroup arena (the slow path checks the part in use).
     auto add = [&](uintptr_t lo, uintptr_t hi) {
       if (d.mc.count == TMPS_SIM_MC_RANGES) return;  // the slow path still allows what is left out
@@ -1036,6 +1127,8 @@ void Scheduler::run(const LaunchSpec& spec) {
         add(a, a + kMaxThreadgroupMemory);
       }
     if (checks & TMPS_CHECK_INTERLEAVE) d.mc.count = 0;
+  }
+  if (spec.memcheck_slot) {
     d.mc.checks = checks;
     d.mc.interrupts = interrupt_counter();
     d.mc.interrupts_at_start = d.interrupts_at_start;
@@ -1063,6 +1156,44 @@ void Scheduler::run(const LaunchSpec& spec) {
   worker_main(*workers_[0], d);
   for (auto& th : threads) th.join();
   if (watchdog_) watchdog_->disarm();
+  if (d.counting) {
+    DispatchCounters total;
+    total.valid = true;
+    total.memory_counted = spec.memcheck_slot != nullptr;
+    total.threadgroups = ngroups;
+    total.threads_per_threadgroup = nthreads;
+    for (unsigned i = 0; i < n; ++i) {
+      const DispatchCounters& c = workers_[i]->counters;
+      for (auto [dst, src] : {std::pair{&total.device_bytes_read, c.device_bytes_read},
+                              {&total.device_bytes_written, c.device_bytes_written},
+                              {&total.device_loads, c.device_loads},
+                              {&total.device_stores, c.device_stores},
+                              {&total.threadgroup_bytes_read, c.threadgroup_bytes_read},
+                              {&total.threadgroup_bytes_written, c.threadgroup_bytes_written},
+                              {&total.barriers, c.barriers},
+                              {&total.simd_collectives, c.simd_collectives},
+                              {&total.simdgroup_barriers, c.simdgroup_barriers},
+                              {&total.simdgroup_matrix_ops, c.simdgroup_matrix_ops},
+                              {&total.simdgroup_matrix_flops, c.simdgroup_matrix_flops}})
+        *dst += src;
+    }
+    total.buffers.resize(d.access.buffer_count());
+    for (uint32_t p = 0; p < total.buffers.size(); ++p) {
+      DispatchCounters::Buffer& b = total.buffers[p];
+      b.index = d.access.buffer_index(p);
+      b.bytes = d.access.buffer_bytes(p);
+      for (unsigned i = 0; i < n; ++i) {
+        const auto& wb = workers_[i]->counters.buffers;
+        if (p < wb.size()) b.read += wb[p].read, b.written += wb[p].written;
+      }
+      b.distinct_read = d.read_bytes[p].count();
+      b.distinct_written = d.written_bytes[p].count();
+      total.device_distinct_read += b.distinct_read;
+      total.device_distinct_written += b.distinct_written;
+    }
+    std::lock_guard<std::mutex> lock(g_last_mu);
+    g_last = total;
+  }
 
   if (d.has_error) {
     if (d.err_kind == ErrorKind::Limit) throw LimitExceeded(d.err_message);

@@ -44,6 +44,36 @@ struct LaunchSpec {
   const SourceOrigins* origins = nullptr;
 };
 
+// What one dispatch did, counted by the simulator when counting is on (set_counting, or
+// $TRITON_MPS_SIM_COUNTERS=1). Device traffic is seen through memcheck's instrumentation, so
+// it is counted only for memcheck builds (the default); with counting on, every access takes
+// memcheck's slow path (a call into the runtime), several times slower.
+struct DispatchCounters {
+  bool valid = false;           // a dispatch ran with counting on
+  bool memory_counted = false;  // the kernel was built with memcheck: the byte counts are real
+  uint64_t threadgroups = 0, threads_per_threadgroup = 0;
+  uint64_t device_bytes_read = 0, device_bytes_written = 0;
+  // Distinct bytes of the bound buffers read / written (exact: a bitmap per buffer).
+  uint64_t device_distinct_read = 0, device_distinct_written = 0;
+  uint64_t device_loads = 0, device_stores = 0;  // accesses (instrumented loads and stores)
+  uint64_t threadgroup_bytes_read = 0, threadgroup_bytes_written = 0;
+  uint64_t barriers = 0;            // threadgroup barriers, once per threadgroup that passed one
+  uint64_t simd_collectives = 0;    // SIMD-group functions (shuffles, reductions...), once per SIMD-group
+  uint64_t simdgroup_barriers = 0;  // simdgroup_barrier(), once per SIMD-group
+  uint64_t simdgroup_matrix_ops = 0;    // 8x8x8 simdgroup_matrix multiply(-accumulate)s
+  uint64_t simdgroup_matrix_flops = 0;  // 2 * 8 * 8 * 8 per op
+  struct Buffer {
+    uint32_t index = 0;  // [[buffer(index)]]
+    uint64_t bytes = 0;  // bound length
+    uint64_t read = 0, written = 0, distinct_read = 0, distinct_written = 0;
+  };
+  std::vector<Buffer> buffers;  // per bound buffer (scalar arguments are buffers too)
+};
+void set_counting(bool on);
+bool counting();
+// The counters of the last dispatch that ran with counting on, in this process.
+DispatchCounters last_dispatch_counters();
+
 struct Worker;
 class Watchdog;
 

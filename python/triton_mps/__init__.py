@@ -27,6 +27,7 @@ from ._core import (  # noqa: E402
 
 _setup.configure_core(_core)
 
+from .counters import counters_enabled, last_dispatch_stats, set_counters  # noqa: E402
 from .profiler import Profile, profile  # noqa: E402
 from .runtime import (  # noqa: E402
     Kernel,
@@ -68,10 +69,13 @@ __all__ = [
     "Unavailable",
     "as_buffer",
     "compile_msl",
+    "counters_enabled",
     "default_device",
     "devices",
     "empty",
     "get_device",
     "profile",
+    "last_dispatch_stats",
+    "set_counters",
     "synchronize",
 ]

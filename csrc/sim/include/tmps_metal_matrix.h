@@ -88,7 +88,7 @@ inline void mma(site s, ::metal::simdgroup_matrix<TD, 8, 8>& d, const ::metal::s
     mine.b[k] = (float)b.e_[k];
     mine.c[k] = c ? (float)c->e_[k] : 0.0f;
   }
-  const tmps_sim_exchange* x = tmps_sim_rt->simd_exchange(&mine, sizeof mine, s.id, s.line);
+  const tmps_sim_exchange* x = tmps_sim_rt->simd_exchange(&mine, sizeof mine, s.id | TMPS_SIM_SITE_MATRIX, s.line);
   if (x->active_mask != 0xffffffffu)
     tmps_sim_rt->fail(s.line, "simdgroup_matrix multiply needs all 32 lanes of the SIMD-group (some lanes exited or diverged)");
   auto at = [x](int which, unsigned row, unsigned col) {

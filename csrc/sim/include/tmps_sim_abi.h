@@ -67,6 +67,9 @@ typedef struct tmps_sim_memcheck {
 /* Extra checks of a memcheck build's dispatch (the runtime's choice, per dispatch). */
 #define TMPS_CHECK_RACE 1u       /* threadgroup-memory races and uninitialized reads */
 #define TMPS_CHECK_INTERLEAVE 2u /* switch threads at random at memory accesses and atomics */
+/* Set in the `site` of the exchange behind a simdgroup_matrix multiply (the shim's mma), so
+ * the runtime's counters can tell matrix work from other SIMD-group functions. */
+#define TMPS_SIM_SITE_MATRIX 0x40000000u
 
 /* Result of a SIMD-group exchange: what every participating lane deposited. */
 typedef struct tmps_sim_exchange {

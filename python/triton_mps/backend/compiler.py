@@ -14,10 +14,12 @@ Pipeline (one table, `PIPELINE` below; printed by `describe_pipeline()`):
            through the native pipeline cache (simulator objects / Metal binary archives).
 
 Decisions:
-- Math: kernels are built in Metal's "safe" math mode always (Triton is not fast-math).
-  `enable_fp_fusion` is part of the options (and so of the cache key) but does not change the
-  math mode; whether the compiler emits explicit `fma` for fusible mul+add is the compiler's
-  business (compile_ttgir's contract has no option for it today).
+- Math: kernels are built in Metal's "safe" math mode always (Triton is not fast-math), and the
+  MSL says so itself (`#pragma METAL fp math_mode(safe)` and `fp contract(off)` on MSL 3.2+), so
+  Metal never contracts a*b+c on its own. `enable_fp_fusion` (default on, as in Triton) makes
+  the compiler emit an explicit `fma()` for a float multiply whose only use is an add/subtract
+  in the same block; off, products and sums round separately. The simulator builds with
+  -ffp-contract=off and runs the same fma() calls, so both devices round alike.
 - Dot: `min_dot_size` is (1, 1, 1) for every dtype: the compiler uses 8x8 simdgroup matrices
   where shapes allow and a general fallback otherwise, so Triton's front end need not reject
   small dots. fp8 operands are widened to float in the operand staging (fp8 storage is
@@ -437,6 +439,7 @@ class MPSBackend(BaseBackend):
             compiled = msl_compiler.compile_ttgir(
                 mod, num_warps=options.num_warps, signature=signature, constants=constants, kernel_name=kernel_name,
                 scratch_limit=options.shared_memory,
+                enable_fp_fusion=options.enable_fp_fusion,
             )
             if compiled.num_warps != options.num_warps:
                 raise RuntimeError(

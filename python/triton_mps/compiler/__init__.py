@@ -35,13 +35,23 @@ MAX_BINDINGS = 31
 MAX_ELEMENTS_PER_THREAD = 1024
 MAX_ELEMENTS_NOTE = "every element is unrolled: about 12 s of compile at 1024 per thread, over 300 s at 8192"
 
+# Math: Triton's semantics, stated in the source as well as in the pipeline's compile options
+# (MTLMathModeSafe, the driver): no fast-math reassociation, and no contraction of a*b+c by
+# Metal's compiler on its own (`fp contract(off)`, MSL 3.2+; older MSL has only the compile
+# option). Fused multiply-adds are the compiler's decision: explicit fma() where
+# `enable_fp_fusion` allows (ops/elementwise.py), so Metal and the simulator (-ffp-contract=off)
+# round alike.
 _PRELUDE = """#include <metal_stdlib>
+#if __METAL_VERSION__ >= 320
+#pragma METAL fp math_mode(safe)
+#pragma METAL fp contract(off)
+#endif
 using namespace metal;
 """
 
 
 def compile_ttgir(mod, *, num_warps: int, signature: dict, constants: dict, kernel_name: str,
-                  context=None, scratch_limit: int | None = None) -> CompiledMSL:
+                  context=None, scratch_limit: int | None = None, enable_fp_fusion: bool = True) -> CompiledMSL:
     """Lower the public function of a TTGIR module to one MSL kernel for Triton's `kernel_name`.
 
     The MSL function is named `names.legal_kernel_name(kernel_name)` (the same name unless it is
@@ -49,17 +59,19 @@ def compile_ttgir(mod, *, num_warps: int, signature: dict, constants: dict, kern
     stores as the metadata name so that the launcher finds the function. Errors name the kernel
     as Triton does. `scratch_limit`: bytes of threadgroup memory the dot lowerings may plan with
     (the kernel config's shared_memory; None: Metal's 32 KiB): every lowering that stages
-    through threadgroup memory plans within it."""
+    through threadgroup memory plans within it. `enable_fp_fusion` (Triton's option): a float
+    multiply whose only use is an add or subtract in the same block becomes one fma(); off,
+    every multiply and add rounds."""
     token = SCRATCH_BUDGET.set(scratch_limit)  # lowering.scratch_limit() reads it
     try:
         return _compile_ttgir(mod, num_warps=num_warps, signature=signature, constants=constants,
-                              kernel_name=kernel_name, context=context)
+                              kernel_name=kernel_name, context=context, enable_fp_fusion=enable_fp_fusion)
     finally:
         SCRATCH_BUDGET.reset(token)
 
 
 def _compile_ttgir(mod, *, num_warps: int, signature: dict, constants: dict, kernel_name: str,
-                   context=None) -> CompiledMSL:
+                   context=None, enable_fp_fusion: bool = True) -> CompiledMSL:
     if context is None:
         context = mod.context if hasattr(mod, "context") else None
     module = read_module(mod, context, num_warps)
@@ -69,6 +81,7 @@ def _compile_ttgir(mod, *, num_warps: int, signature: dict, constants: dict, ker
     func = publics[0]
     _check_elements_per_thread(module, kernel_name, num_warps)
     state = KernelState(kernel_name, num_warps, module)
+    state.fp_fusion = enable_fp_fusion
 
     # Tuple arguments are flattened, depth first, as Triton's function takes them; the launcher
     # flattens the call's arguments the same way (ArgInfo.signature_index counts the leaves).

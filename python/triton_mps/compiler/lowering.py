@@ -101,6 +101,10 @@ class KernelState:
         self.debug_sites: list[dict] = []
         # Whether a 64-bit atomic used the lock table `tmps_locks` (ops/memory.py).
         self.uses_locks = False
+        # Triton's enable_fp_fusion: mul+add pairs become fma() (ops/elementwise.py).
+        self.fp_fusion = True
+        # Results of arith.mulf folded into the fma of their only user: id -> (a, b).
+        self.fused_muls: dict[int, tuple] = {}
 
 
 class LoweringContext:

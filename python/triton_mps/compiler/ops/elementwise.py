@@ -153,13 +153,46 @@ def poison(ctx: LoweringContext, op: Op):
 _FBIN = {"arith.addf": "+", "arith.subf": "-", "arith.mulf": "*", "arith.divf": "/"}
 
 
+def _mul_feeds_fma(ctx, mul) -> bool:
+    """The mulf's result has one use, as one operand of an addf/subf in the same block."""
+    res = mul.results[0]
+    block = ctx.block_stack[-1] if ctx.block_stack else None
+    if res.uses != 1 or block is None:
+        return False
+    for o in block.ops:
+        if o.name in ("arith.addf", "arith.subf") and any(v is res for v in o.operands):
+            return True
+    return False
+
+
 @lowers(*_FBIN)
 def float_binary(ctx, op):
     if involves_f64(op):
         return float64.lower(ctx, op)
     a, b = op.operands
-    t = _ety(op.results[0])
+    res = op.results[0]
+    t = _ety(res)
     sym = _FBIN[op.name]
+    if op.name == "arith.mulf" and ctx.state.fp_fusion and _mul_feeds_fma(ctx, op):
+        # Its user emits fma(a, b, c): the product is not rounded (enable_fp_fusion). The
+        # binding is never emitted on its own: the mulf has no other use.
+        ctx.state.fused_muls[res.id] = (a, b)
+        ctx.bind(res, [f"({_f(ctx, a, r)} * {_f(ctx, b, r)})" for r in range(ctx.num_regs(res))])
+        return
+    if op.name in ("arith.addf", "arith.subf"):
+        for i, m in enumerate((a, b)):
+            pair = ctx.state.fused_muls.get(m.id)
+            if pair is None:
+                continue
+            x, y = pair
+            c = b if i == 0 else a
+            # x*y + c, x*y - c = fma(x, y, -c), c - x*y = fma(-x, y, c): one rounding each.
+            neg_c = op.name == "arith.subf" and i == 0
+            neg_x = op.name == "arith.subf" and i == 1
+            _define_map(ctx, op, lambda r, x=x, y=y, c=c, neg_c=neg_c, neg_x=neg_x: _back(
+                ctx, t, f"fma({'-' if neg_x else ''}{_f(ctx, x, r)}, {_f(ctx, y, r)}, "
+                        f"{'-' if neg_c else ''}{_f(ctx, c, r)})"), hint="fma")
+            return
     _define_map(ctx, op, lambda r: _back(ctx, t, f"{_f(ctx, a, r)} {sym} {_f(ctx, b, r)}"))
 
 

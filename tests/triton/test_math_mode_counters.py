@@ -1,0 +1,118 @@
+"""Math mode (enable_fp_fusion: explicit fma or none) and the simulator's per-dispatch counters,
+through kernel[grid] on the simulator."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+import triton
+import triton.language as tl
+import triton_mps
+from triton_mps import _core
+
+
+@triton.jit
+def _madd(a, b, c, out, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    x = tl.load(a + offs, mask=m)
+    y = tl.load(b + offs, mask=m)
+    z = tl.load(c + offs, mask=m)
+    tl.store(out + offs, x * y + z, mask=m)
+
+
+@triton.jit
+def _dot(a, b, c, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr):
+    rm = tl.arange(0, M)
+    rn = tl.arange(0, N)
+    rk = tl.arange(0, K)
+    x = tl.load(a + rm[:, None] * K + rk[None, :])
+    y = tl.load(b + rk[:, None] * N + rn[None, :])
+    tl.store(c + rm[:, None] * N + rn[None, :], tl.dot(x, y))
+
+
+@pytest.fixture
+def counters():
+    was = triton_mps.counters_enabled()
+    triton_mps.set_counters(True)
+    yield
+    triton_mps.set_counters(was)
+
+
+def _madd_inputs(n: int, seed: int):
+    g = torch.Generator().manual_seed(seed)
+    a = torch.rand(n, generator=g) + 1
+    b = torch.rand(n, generator=g) + 1
+    # c = -(a*b rounded): a*b + c is then the product's rounding error, which only an fma keeps.
+    c = -(a * b)
+    return a, b, c
+
+
+@pytest.mark.parametrize("fusion", [True, False])
+def test_fp_fusion_decides_fma_and_counters_see_the_traffic(fusion, counters, rng):
+    n = 1000  # not a multiple of the block
+    a, b, c = _madd_inputs(n, int(rng.integers(1 << 31)))
+    out = torch.full((n,), float("nan"))
+    k = _madd[(triton.cdiv(n, 128),)](a, b, c, out, n, BLOCK=128, enable_fp_fusion=fusion)
+    stats = triton_mps.last_dispatch_stats()
+    msl = k.asm["msl"]
+    msl = msl.decode() if isinstance(msl, bytes) else msl
+    assert "#pragma METAL fp contract(off)" in msl and "#pragma METAL fp math_mode(safe)" in msl
+    assert ("fma(" in msl) == fusion
+    an, bn, cn = (t.numpy() for t in (a, b, c))
+    unfused = an * bn + cn  # float32: the product rounds, then the sum
+    fused = (an.astype(np.float64) * bn + cn).astype(np.float32)  # exact here: one rounding, as fma
+    assert np.count_nonzero(fused != unfused) > n // 2  # the test can tell the two apart
+    np.testing.assert_array_equal(out.numpy(), fused if fusion else unfused)
+
+    assert stats is not None and stats["memory_counted"]
+    by_index = {buf["index"]: buf for buf in stats["buffers"]}
+    for i in range(3):  # a, b, c: every element read exactly once
+        assert by_index[i]["read"] == by_index[i]["distinct_read"] == 4 * n
+        assert by_index[i]["written"] == 0
+    assert by_index[3]["written"] == by_index[3]["distinct_written"] == 4 * n and by_index[3]["read"] == 0
+    assert stats["device_distinct_bytes_written"] == 4 * n
+    assert stats["simdgroup_matrix_flops"] == 0 and stats["threadgroups"] == 8
+
+
+def test_counters_count_simdgroup_matrix_flops(counters, rng):
+    M = N = K = 32
+    a = torch.from_numpy(rng.standard_normal((M, K)).astype(np.float16))
+    b = torch.from_numpy(rng.standard_normal((K, N)).astype(np.float16))
+    c = torch.full((M, N), float("nan"))
+    _dot[(1,)](a, b, c, M=M, N=N, K=K)
+    stats = triton_mps.last_dispatch_stats()
+    ref = a.double() @ b.double()
+    torch.testing.assert_close(c.double(), ref, rtol=1e-3, atol=1e-3)
+    assert stats["simdgroup_matrix_flops"] == 2 * M * N * K
+    assert stats["simdgroup_matrix_ops"] == (M // 8) * (N // 8) * (K // 8)
+    # Each operand element is read from device memory at least once.
+    assert stats["device_distinct_bytes_read"] >= 2 * (M * K + K * N)
+
+
+def test_counting_off_records_nothing_new(rng):
+    triton_mps.set_counters(True)
+    n = 300
+    a, b, c = _madd_inputs(n, 1)
+    out = torch.empty(n)
+    _madd[(3,)](a, b, c, out, n, BLOCK=128)
+    first = triton_mps.last_dispatch_stats()
+    triton_mps.set_counters(False)
+    try:
+        _madd[(1,)](a, b, c, out, 100, BLOCK=128)
+        assert triton_mps.last_dispatch_stats() == first  # the uncounted dispatch left no trace
+    finally:
+        triton_mps.set_counters(False)
+
+
+@pytest.mark.skipif(not hasattr(_core, "emu_stats"), reason="built without the emulated Metal device")
+def test_metal_pipelines_are_built_in_safe_math_mode():
+    emu = triton_mps.get_device("metal-emu")
+    before = _core.emu_stats()
+    src = ("kernel void k(device float* y [[buffer(0)]], uint i [[thread_position_in_grid]]) "
+           "{ y[i] = y[i] * 2.0f + 1.0f; }")
+    triton_mps.compile_msl(src, "k", emu, label="safe_math_probe")
+    after = _core.emu_stats()
+    assert after["libraries_safe_math"] == before["libraries_safe_math"] + 1
+    assert after["libraries_fast_math"] == before["libraries_fast_math"]
