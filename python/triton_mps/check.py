@@ -22,7 +22,7 @@ from pathlib import Path
 
 SUPPORTED_TRITON = "3.9.0"
 PROBE = """
-kernel void tmps_check(device const float* x [[buffer(0)]], device float* y [[buffer(1)]],
+kernel void check_probe(device const float* x [[buffer(0)]], device float* y [[buffer(1)]],
                        uint i [[thread_position_in_grid]]) {
   y[i] = x[i] * 2.0f + 1.0f;
 }
@@ -114,7 +114,7 @@ def check_kernel_run() -> Check:
         from . import runtime
 
         t0 = time.perf_counter()
-        k = runtime.compile_msl(PROBE, "tmps_check")
+        k = runtime.compile_msl(PROBE, "check_probe")
         x = np.arange(64, dtype=np.float32)
         y = np.full(64, np.nan, np.float32)
         k(x, y, grid=2, threads=32)
