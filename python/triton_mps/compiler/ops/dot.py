@@ -150,6 +150,8 @@ def _stages_from_source(ctx: LoweringContext, user: Op, v: Value) -> bool:
     if not all(x.is_tensor and x.layout is not None for x in user.operands[:3]):
         return False
     ta = elem_of(user.operands[0].type)
+    if isinstance(ta, ScalarType) and ta.name == "f64":
+        return False  # the software-float64 dot reads its operands in registers (_lower_f64)
     try:
         mode = dot_mode()
         path, _ = _path(ctx, user, mode, isinstance(ta, ScalarType) and ta.name in _INT_IN)
