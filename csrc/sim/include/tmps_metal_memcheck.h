@@ -92,6 +92,11 @@ TMPS_MC_FN void tmps_mc_atomic(const void* a, __SIZE_TYPE__ n) {
 #undef TMPS_MC_CHECK
 #undef TMPS_MC_FN
 #endif
+#if !defined(TMPS_SIM_SUPPORT) && defined(TMPS_SIM_MEMCHECK) && TMPS_SIM_MEMCHECK && !defined(TMPS_SIM_STRICT)
+// A kernel's translation unit: the hook is defined in the support object it links (above).
+extern "C" __attribute__((visibility("hidden"))) void tmps_mc_atomic(const void* a, __SIZE_TYPE__ n);
+#define TMPS_ATOMIC_HOOK(p, n) tmps_mc_atomic((const void*)(__UINTPTR_TYPE__)(p), (n))
+#endif
 #ifndef TMPS_ATOMIC_HOOK
 #define TMPS_ATOMIC_HOOK(p, n) ((void)0)
 #endif
