@@ -103,9 +103,11 @@ def test_shared_memory_budget(config):
     planned = dot_kernel[(1,)](a, a, c, N=32)
     assert planned.metadata.shared == 4096
     torch.testing.assert_close(c, a @ a)
-    config.set_kernel_config(shared_memory=1024)  # less than the operands' layout conversion needs
-    with pytest.raises(OutOfResources, match="shared_memory=1024"):
-        dot_kernel[(1,)](a, a, c, N=32)
+    config.set_kernel_config(shared_memory=1024)  # less than one staging of the operands: rounds
+    c.fill_(float("nan"))
+    small = dot_kernel[(1,)](a, a, c, N=32)
+    assert 0 < small.metadata.shared <= 1024
+    torch.testing.assert_close(c, a @ a)
 
 
 def test_memory_pool_counts_pooled_and_wrapped_buffers(mps_driver):

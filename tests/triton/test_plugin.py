@@ -71,7 +71,7 @@ def test_options_defaults():
     assert (o.num_warps, o.num_stages, o.num_ctas, o.arch) == (4, 1, 1, "apple9")
     assert set(o.supported_fp8_dtypes) == {"fp8e5", "fp8e5b16", "fp8e4nv", "fp8e4b8", "fp8e4b15"}  # emulated
     assert o.default_dot_input_precision == "ieee"
-    assert set(o.allowed_dot_input_precisions) == {"ieee", "tf32", "tf32x3"}
+    assert set(o.allowed_dot_input_precisions) == {"ieee", "tf32", "tf32x3", "bf16x3", "bf16x6"}
     assert o.max_num_imprecise_acc_default == 0
     with pytest.raises(dataclasses.FrozenInstanceError):
         o.num_warps = 8
@@ -117,7 +117,7 @@ def test_pipeline_is_one_table_of_named_stages():
     assert list(stages) == ["ttir", "ttgir", "msl", "metal"] == list(mps_compiler.PIPELINE)
     ttgir = [n for n, add in mps_compiler.TTGIR_PASSES if add is not None]
     assert ttgir[0] == "convert_to_ttgpuir"
-    for not_for_metal in ("accelerate_matmul", "pipeline", "f32_dot_tc"):
+    for not_for_metal in ("accelerate_matmul", "pipeline"):
         assert not_for_metal not in ttgir
     text = mps_compiler.describe_pipeline()
     assert "coalesce" in text and "compile_ttgir" in text
