@@ -91,7 +91,7 @@ def test_views_use_their_offset(kernel, sim_only, rng):
     assert torch.isnan(out[:100]).all()
 
 
-def test_tensor_cache_follows_a_tensor_whose_storage_changed(kernel, sim_only, rng):
+def test_tensor_cache_follows_a_tensor_whose_storage_changed(kernel, sim_only, mps_driver, rng):
     # The launcher remembers what it read from the tensor bound last time (per argument); the
     # same Python object with new storage (set_, resize_) must be read again.
     x, y, out = inputs(300, rng)
@@ -105,6 +105,10 @@ def test_tensor_cache_follows_a_tensor_whose_storage_changed(kernel, sim_only, r
     kernel((4,), x, y, out, 1000, 2.0, 256)
     torch.testing.assert_close(out, x * 2.0 + y)
     # A launch past the new storage is still caught (memcheck bounds are the new storage's).
+    # Memcheck is the simulator's: on the emulated Metal device this launch would really write
+    # past the tensor, as it would on a Mac without shader validation.
+    if not mps_driver.config["is_simulator"]:
+        return
     with pytest.raises(triton_mps.DispatchError, match="out-of-bounds"):
         kernel((5,), x, y, out, 1100, 2.0, 256)
 
