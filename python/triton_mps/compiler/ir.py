@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass, field
 
 from .layout import Layout, from_linear_layout
+from .linear_layouts import layout_of
 from .types import TensorType, parse_type
 
 
@@ -143,13 +144,29 @@ def _op_lines(text: str) -> list[str]:
     return out
 
 
-def read_module(mod, context, num_warps: int) -> Module:
-    """Convert a bindings module into our IR (structure + layouts + attribute text)."""
+def _triton_layout(v, ty, context) -> Layout | None:
+    """Triton's own conversion, for encodings compiler/linear_layouts.py does not compute (its
+    first use makes libtriton print leak reports at exit; see that module)."""
+    if not _is_distributed(ty.encoding):
+        return None  # shared encodings: the ops that need them report
     from triton._C.libtriton import gluon_ir
 
+    builder = gluon_ir.GluonOpBuilder(context)
+    try:
+        gl = builder.get_gluon_layout_from_tensor(v)
+        return from_linear_layout(builder.to_linear_layout(gl._to_ir(builder), list(ty.shape)), ty.shape)
+    except Exception:  # unknown encodings: ops that need them will report
+        return None
+
+
+def _is_distributed(encoding: str) -> bool:
+    return not re.match(r"#ttg\.(\w*_shared|shared\w*)<", encoding.strip())
+
+
+def read_module(mod, context, num_warps: int) -> Module:
+    """Convert a bindings module into our IR (structure + layouts + attribute text)."""
     raw_ops = []
     mod.walk(lambda o: raw_ops.append(o))
-    builder = gluon_ir.GluonOpBuilder(context)
     layout_cache: dict[str, Layout | None] = {}
     values: dict[int, Value] = {}
 
@@ -165,12 +182,7 @@ def read_module(mod, context, num_warps: int) -> Module:
         lay = None
         if isinstance(ty, TensorType) and ty.encoding:
             if ty.text not in layout_cache:
-                try:
-                    gl = builder.get_gluon_layout_from_tensor(v)
-                    ll = builder.to_linear_layout(gl._to_ir(builder), list(ty.shape))
-                    layout_cache[ty.text] = from_linear_layout(ll, ty.shape)
-                except Exception:  # shared/unknown encodings: ops that need them will report
-                    layout_cache[ty.text] = None
+                layout_cache[ty.text] = layout_of(ty.encoding, ty.shape) or _triton_layout(v, ty, context)
             lay = layout_cache[ty.text]
         got = Value(vid, ty, _clean_hint(hint), lay, 0, owner)
         values[vid] = got
