@@ -121,8 +121,9 @@ def _arg_specs(src, metadata) -> list[tuple[str, str, str]]:
 
 
 class TupleLauncher:
-    """Flattens tuple arguments (depth first, as the kernel takes them) before the native
-    launcher, which binds one value per signature leaf."""
+    """Flattens tuple arguments (depth first, as the kernel takes them) and host tensor
+    descriptors (into their base, shape, strides and flags) before the native launcher, which
+    binds one value per signature leaf."""
 
     def __init__(self, native, signature: dict):
         self.native = native
@@ -143,7 +144,15 @@ class TupleLauncher:
 
 
 def _flatten_arg(value, ty, out: list) -> None:
-    if isinstance(ty, tuple):
+    from ..compiler import is_descriptor
+
+    if is_descriptor(ty):
+        from triton.backends.driver import decompose_descriptor
+
+        if not all(hasattr(value, a) for a in ("base", "shape", "strides")):
+            raise TypeError(f"expected a TensorDescriptor for a tensor-descriptor argument, got {type(value).__name__}")
+        out.extend(decompose_descriptor(value))
+    elif isinstance(ty, tuple):
         if not isinstance(value, (tuple, list)) or len(value) != len(ty):
             raise TypeError(f"expected a tuple of {len(ty)} values for a tuple argument, got {value!r}")
         for v, t in zip(value, ty, strict=True):
@@ -187,7 +196,9 @@ def make_launcher(src, metadata):
         before_mps=_torch_mps_synchronize,  # `mps` tensors without PyTorch's stream API (old torch)
         wait=1 if debug else launch_wait(),  # device prints/asserts are read right after the launch
     )
-    if any(isinstance(t, tuple) for t in src.signature.values()):
+    from ..compiler import is_descriptor
+
+    if any(isinstance(t, tuple) or is_descriptor(t) for t in src.signature.values()):
         native = TupleLauncher(native, src.signature)
     launcher = LockLauncher(native, int(locks["words"])) if locks else native
     return DebugLauncher(launcher, metadata.name, debug) if debug else launcher

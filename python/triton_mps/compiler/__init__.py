@@ -235,12 +235,35 @@ def flatten_signature(signature: dict) -> list[tuple[str, object]]:
         if isinstance(ty, tuple):
             for j, t in enumerate(ty):
                 walk(f"{name}[{j}]", t)
+        elif is_descriptor(ty):
+            out.extend(descriptor_leaves(name, ty))
         else:
             out.append((name, ty))
 
     for n, t in signature.items():
         walk(str(n), t)
     return out
+
+
+def is_descriptor(ty) -> bool:
+    return isinstance(ty, str) and ty.startswith("tensordesc")
+
+
+def descriptor_leaves(name: str, ty: str) -> list[tuple[str, str]]:
+    """A host TensorDescriptor argument as the kernel takes it once Triton's
+    rewrite_tensor_descriptor_to_pointer pass has run: base pointer, shape and strides (i64),
+    padding and tf32-rounding flags, then shape (i32) and strides again, in the order of
+    Triton's `decompose_descriptor`, which the launcher uses to pass the values."""
+    from triton.backends.driver import expand_signature
+
+    types = expand_signature([ty], None, "tensordesc")
+    nd = (len(types) - 3) // 4
+    labels = (["base"] + [f"shape{i}" for i in range(nd)] + [f"stride{i}" for i in range(nd)]
+              + ["padding_nan", "round_f32_to_tf32"] + [f"shape{i}#2" for i in range(nd)]
+              + [f"stride{i}#2" for i in range(nd)])
+    if len(labels) != len(types):
+        raise CompilationError(f"argument '{name}': unexpected tensor descriptor layout {types}")
+    return [(f"{name}.{label}", t) for label, t in zip(labels, types, strict=True)]
 
 
 def _check_arg_type(name: str, t, kernel: str) -> None:
