@@ -119,6 +119,8 @@ class LoweringContext:
         self.current_op: Op | None = None
         self.return_handler: Callable | None = None  # set by the function emitter
         self.block_stack: list[Block] = []  # blocks being lowered (innermost last)
+        # (variable, MSL type) each tt.map_elementwise.return assigns, innermost map last
+        self.map_results: list[list[tuple[str, str]]] = []
 
     # ---- errors -------------------------------------------------------------------------------
     def error(self, op: Op | None, msg: str):

@@ -874,3 +874,41 @@ def bitcast(ctx, op):
         _define_map(ctx, op, lambda r: ctx.expr(a, r), hint="cast")
     else:
         _define_map(ctx, op, lambda r: f"as_type<{dst.msl()}>({ctx.expr(a, r)})", hint="cast")
+
+
+# ---- tt.map_elementwise: a scalar function applied to each element (or `pack` elements) -----
+
+@lowers("tt.map_elementwise")
+def map_elementwise(ctx, op):
+    """The region runs once per group of `pack` registers, inline: its arguments are the groups'
+    elements operand by operand (a0, a1, b0, b1 for pack=2), its results those of each output in
+    turn. The region may branch (an early `return` in the Python function becomes cf.cond_br):
+    every path ends in tt.map_elementwise.return, which assigns the result variables declared
+    here. A group past the last register repeats the last one (computed again, same value)."""
+    pack = op.int_attr("pack") or 1
+    block = op.regions[0].blocks[0]
+    if len(block.args) != pack * len(op.operands):
+        ctx.error(op, f"region takes {len(block.args)} arguments for {len(op.operands)} operands x pack {pack}")
+    n = ctx.num_regs(op.results[0]) if op.results else ctx.num_regs(op.operands[0])
+    outs = [ctx.declare(v, hint="mapped") for v in op.results]
+    types = [ctx.msl_type(v) for v in op.results]
+    for g in range(0, n, pack):
+        regs = [min(g + k, n - 1) for k in range(pack)]
+        args = [ctx.expr(v, r) for v in op.operands for r in regs]
+        targets = [(names[r], t) for names, t in zip(outs, types, strict=True) for r in regs]
+        ctx.map_results.append(targets)
+        try:
+            with ctx.e.block(""):
+                ctx.lower_block(block, args)
+        finally:
+            ctx.map_results.pop()
+
+
+@lowers("tt.map_elementwise.return")
+def map_elementwise_return(ctx, op):
+    if not ctx.map_results:
+        ctx.error(op, "tt.map_elementwise.return outside tt.map_elementwise")
+    targets = ctx.map_results[-1]
+    if len(op.operands) != len(targets):
+        ctx.error(op, f"region returns {len(op.operands)} values for {len(targets)} results")
+    ctx.assign([nm for nm, _ in targets], [ctx.expr(v) for v in op.operands], [t for _, t in targets])
