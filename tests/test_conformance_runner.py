@@ -104,6 +104,20 @@ def test_skip_entries_need_a_reason(fake_upstream):
     assert load_skips(RUNNER.parent / "skips.txt").entries is not None  # the real list parses
 
 
+def test_skip_patterns_take_brackets_literally(tmp_path):
+    sys.path.insert(0, str(RUNNER.parent))
+    try:
+        from skiplist import load_skips
+    finally:
+        sys.path.pop(0)
+    (tmp_path / "skips.txt").write_text("f.py::test_x[cuda] | needs CUDA\nf.py::test_y[*-True] | frontend\n")
+    skips = load_skips(tmp_path / "skips.txt")
+    assert skips.reason_for("f.py::test_x[cuda]") == "needs CUDA"
+    assert skips.reason_for("f.py::test_xc") is None  # not a character class
+    assert skips.reason_for("f.py::test_y[1-max-None-True]") == "frontend"
+    assert skips.reason_for("f.py::test_y[1-max-None-False]") is None
+
+
 @pytest.mark.timeout(1500)
 def test_upstream_core_shard_against_ratchet(tmp_path):
     """Every SHARD_EVERY-th test of upstream test_core.py on the simulator: a test the ratchet
