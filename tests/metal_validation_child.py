@@ -9,6 +9,8 @@ from __future__ import annotations
 import ctypes
 import json
 import os
+from collections import namedtuple
+from types import SimpleNamespace
 
 os.environ.setdefault("TRITON_BACKEND", "mps")
 
@@ -113,6 +115,65 @@ raw = np.full(1024, np.nan, np.float32)
 short = torch.from_numpy(raw[:100])  # a 400-byte storage inside a page
 out["inside_page"] = dispatch_error(lambda: shifted_store[(1,)](x[:100].clone(), short, 100, 1, BLOCK=128))
 out["inside_page_wrote_past"] = bool(raw[100] == x[99].item())
+
+# A launch with `mps` tensors is encoded on PyTorch's stream (csrc/metal/torch_stream.cpp):
+# here a fake torch/mps.h API (csrc/metal_emu/emu_hooks.cpp) and stand-ins for `mps` tensors over
+# emulated MTLBuffers of exactly 256 floats, as in tests/triton/test_metal_emu_torch.py.
+STORE_NEXT_INT = """#include <metal_stdlib>
+using namespace metal;
+kernel void torch_store_next(device const float* x [[buffer(0)]], device float* y [[buffer(1)]],
+                             constant int& n [[buffer(2)]], uint i [[thread_position_in_grid]]) {
+  if (int(i) < n) y[i + 1] = x[i];
+}
+"""
+
+
+class MpsStandIn(torch.Tensor):
+    __torch_function__ = torch._C._disabled_torch_function_impl
+
+    @staticmethod
+    def __new__(cls, count: int):
+        t = torch.Tensor._make_subclass(cls, torch.empty(count, dtype=torch.float32))
+        t._handle, t._nbytes = _core.emu_new_buffer(count * 4, True), count * 4
+        return t
+
+    is_cpu = property(lambda self: False)
+    is_mps = property(lambda self: True)
+    device = property(lambda self: SimpleNamespace(type="mps", __str__=lambda: "mps:0"))
+
+    def untyped_storage(self):
+        return SimpleNamespace(data_ptr=lambda: self._handle, nbytes=lambda: self._nbytes)
+
+    def storage_offset(self) -> int:
+        return 0
+
+
+def torch_stream_launch(count: int) -> str | None:
+    from triton.runtime.driver import driver
+    from triton_mps.compiler.abi import ArgInfo, CompiledMSL
+
+    args = [ArgInfo("x", "pointer", "float", 0, 0), ArgInfo("y", "pointer", "float", 1, 1),
+            ArgInfo("n", "scalar", "int", 2, 2)]
+    signature = {"x": "*fp32", "y": "*fp32", "n": "i32"}
+    meta = namedtuple("Metadata", "name num_warps warp_size shared tmps_args num_ctas")(
+        "torch_store_next", 4, 32, 0,
+        CompiledMSL(msl=STORE_NEXT_INT, name="torch_store_next", num_warps=4, shared=0, args=args).to_metadata(), 1)
+    index = next(i for i, d in enumerate(triton_mps.devices()) if d.is_emulated)
+    _, function, *_ = driver.active.utils.load_binary("torch_store_next", STORE_NEXT_INT.encode(), 0, index)
+    src = SimpleNamespace(signature=signature, fn=SimpleNamespace(arg_names=list(signature)))
+    launcher = driver.active.launcher_cls(src, meta)
+    x, y = MpsStandIn(256), MpsStandIn(256)
+    _core.emu_attach_fake_torch(dev)
+    try:
+        return dispatch_error(lambda: launcher(2, 1, 1, 0, function, (4, 1, 0), None, None, None, x, y, count))
+    finally:
+        _core.detach_foreign_stream(dev)
+        _core.emu_release(x._handle)
+        _core.emu_release(y._handle)
+
+
+out["torch_stream"] = torch_stream_launch(256)
+out["torch_stream_in_bounds"] = torch_stream_launch(255)
 
 out["pool_after"] = dispatch_error(lambda: dev.buffer(1 << 20))
 out["violations"] = list(_core.emu_violations()) if hasattr(_core, "emu_violations") else []

@@ -69,8 +69,18 @@ def test_triton_off_by_one_names_kernel_and_triton_line(report, kernel, kind, li
     assert "MSL line " in msg
 
 
+def test_launch_on_pytorchs_stream_is_reported(report):
+    # `mps` tensors: our dispatch is encoded into PyTorch's command buffer; its logs are read too.
+    msg = report["torch_stream"]
+    assert msg is not None
+    assert msg.startswith(f"kernel 'torch_store_next': {VALIDATION}Invalid device store"), msg
+    assert "at offset 1024, MSL line 5" in msg
+    assert "Metal command buffer of PyTorch's MPS stream failed: Invalid Resource" in msg
+
+
 def test_in_bounds_launches_are_unaffected_and_the_process_stays_usable(report):
-    for key in ("store_next_in_bounds", "load_next_in_bounds", "triton_in_bounds", "pool_after"):
+    for key in ("store_next_in_bounds", "load_next_in_bounds", "triton_in_bounds", "torch_stream_in_bounds",
+                "pool_after"):
         assert report[key] is None, (key, report[key])
     assert report["msl_result_ok"] and report["triton_result_ok"]
     assert report["violations"] == []

@@ -149,6 +149,7 @@ class MetalDevice final : public Device {
   std::string cache_identity() const override { return identity_; }
 
   MTL::Device* mtl() const { return device_.get(); }
+  bool shader_validation() const { return validation_; }
 
  private:
   Ref<MTL::Device> device_;
