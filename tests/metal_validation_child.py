@@ -9,6 +9,7 @@ from __future__ import annotations
 import ctypes
 import json
 import os
+import time
 from collections import namedtuple
 from types import SimpleNamespace
 
@@ -176,5 +177,11 @@ out["torch_stream"] = torch_stream_launch(256)
 out["torch_stream_in_bounds"] = torch_stream_launch(255)
 
 out["pool_after"] = dispatch_error(lambda: dev.buffer(1 << 20))
-out["violations"] = list(_core.emu_violations()) if hasattr(_core, "emu_violations") else []
+out["violations"] = list(_core.emu_violations())
+# Logs and errors go with their command buffers (the queue thread drops the last reference just
+# after the completion handlers ran).
+deadline = time.monotonic() + 5
+while "MTLEmuCommandBuffer" in _core.emu_live_objects() and time.monotonic() < deadline:
+    time.sleep(0.01)
+out["live_logs"] = {k: v for k, v in _core.emu_live_objects().items() if "Log" in k or k == "MTLEmuCommandBuffer"}
 print(json.dumps(out))

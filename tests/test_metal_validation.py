@@ -84,6 +84,7 @@ def test_in_bounds_launches_are_unaffected_and_the_process_stays_usable(report):
         assert report[key] is None, (key, report[key])
     assert report["msl_result_ok"] and report["triton_result_ok"]
     assert report["violations"] == []
+    assert report["live_logs"] == {}  # every MTLFunctionLog, container and location was released
 
 
 def test_validation_checks_metal_buffers_not_tensors(report):

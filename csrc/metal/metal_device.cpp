@@ -807,15 +807,18 @@ std::string validation_report(MTL::CommandBuffer* cb, const std::vector<std::sha
   if (!responds_to(cb, "logs")) return "";
   MTL::LogContainer* logs = cb->logs();
   if (!logs) return "";
+  constexpr size_t kShown = 8;  // a bad index in every thread may log many entries
   std::string out;
+  size_t count = 0;
   NS::FastEnumerationState state{};
   NS::Object* items[16];
   for (NS::UInteger n; (n = logs->countByEnumerating(&state, items, 16)) != 0;) {
     for (NS::UInteger i = 0; i < n; ++i) {
       auto* log = static_cast<MTL::FunctionLog*>(state.itemsPtr[i]);
-      if (log) out += (out.empty() ? "" : "\n") + describe_log(log, pipelines);
+      if (log && count++ < kShown) out += (out.empty() ? "" : "\n") + describe_log(log, pipelines);
     }
   }
+  if (count > kShown) out += "\n(" + std::to_string(count - kShown) + " more shader validation messages)";
   return out;
 }
 
