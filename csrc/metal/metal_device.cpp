@@ -199,6 +199,46 @@ bool metal_debug() {
   return v && *v && std::strcmp(v, "0") != 0;
 }
 
+// TRITON_MPS_METAL_VALIDATION: 1/true/yes/on or 0/false/no/off (unset: off).
+bool validation_requested() {
+  const char* v = std::getenv("TRITON_MPS_METAL_VALIDATION");
+  std::string text = v ? v : "";
+  for (char& c : text) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (text.empty() || text == "0" || text == "false" || text == "no" || text == "off") return false;
+  if (text == "1" || text == "true" || text == "yes" || text == "on") return true;
+  throw InvalidArgument("TRITON_MPS_METAL_VALIDATION must be 1/true/yes/on or 0/false/no/off, got '" + std::string(v) + "'");
+}
+
+// Metal's own switch, read when the process makes its first device: any value but 0 is on.
+bool shader_validation_on() {
+  const char* v = std::getenv("MTL_SHADER_VALIDATION");
+  return v && *v && std::strcmp(v, "0") != 0;
+}
+
+// One shader validation log entry: "kernel 'k': Metal shader validation (...): <Metal's text>,
+// MSL line 46 (kernel.py:12)". The Triton line comes from the `// @ file.py:line` marks our compiler
+// writes into the MSL (the same map the simulator's memcheck uses).
+std::string describe_log(MTL::FunctionLog* log, const std::vector<std::shared_ptr<Pipeline>>& pipelines) {
+  MTL::FunctionLogDebugLocation* where = log->debugLocation();
+  std::string kernel = where ? to_string(where->functionName()) : std::string();
+  if (kernel.empty() && log->function()) kernel = to_string(log->function()->name());
+  if (kernel.empty()) kernel = to_string(log->encoderLabel());
+  std::string text =
+      "kernel '" + kernel + "': Metal shader validation (TRITON_MPS_METAL_VALIDATION): " + to_string(log->description());
+  if (where && where->line()) {
+    const uint32_t line = static_cast<uint32_t>(where->line());
+    text += ", MSL line " + std::to_string(line);
+    for (const auto& p : pipelines) {
+      auto* mp = dynamic_cast<const MetalPipeline*>(p.get());
+      if (!mp || mp->name() != kernel || !mp->origins()) continue;
+      const std::string origin = mp->origins()->at(line);
+      if (!origin.empty()) text += " (" + origin + ")";
+      break;
+    }
+  }
+  return text;
+}
+
 std::string command_buffer_error(MTL::CommandBuffer* cb) {
   std::string text = "Metal command buffer failed: " + describe(cb->error());
   const NS::Error* error = cb->error();
@@ -229,14 +269,15 @@ size_t MetalBuffer::length() const { return length_; }
 void* MetalBuffer::native_handle() { return buffer_.get(); }
 
 MetalPipeline::MetalPipeline(std::string name, std::vector<ParamInfo> params, uint32_t line,
-                             Ref<MTL::ComputePipelineState> state)
+                             Ref<MTL::ComputePipelineState> state, std::shared_ptr<const sim::SourceOrigins> origins)
     : name_(std::move(name)),
       params_(std::move(params)),
       line_(line),
       state_(std::move(state)),
       max_threads_(static_cast<uint32_t>(state_->maxTotalThreadsPerThreadgroup())),
       execution_width_(static_cast<uint32_t>(state_->threadExecutionWidth())),
-      static_threadgroup_memory_(static_cast<uint32_t>(state_->staticThreadgroupMemoryLength())) {}
+      static_threadgroup_memory_(static_cast<uint32_t>(state_->staticThreadgroupMemoryLength())),
+      origins_(std::move(origins)) {}
 
 // --- counter sample buffers ----------------------------------------------------------------
 
@@ -372,6 +413,7 @@ MetalDevice::MetalDevice(Ref<MTL::Device> device) : device_(std::move(device)) {
   info_.max_buffer_bindings = 31;
   info_.max_buffer_length = device_->maxBufferLength();
   info_.is_simulator = false;
+  validation_ = shader_validation_on();
 #ifdef TMPS_METAL_EMULATED
   info_.is_emulated = true;
 #endif
@@ -452,23 +494,27 @@ std::shared_ptr<Pipeline> MetalDevice::build_pipeline(const std::string& source,
     throw LimitExceeded("kernel '" + label + "': Metal can run at most " +
                         std::to_string(state->maxTotalThreadsPerThreadgroup()) + " threads per threadgroup of it, " +
                         "it needs " + std::to_string(options.max_total_threads) + " (use fewer warps)");
-  return std::make_shared<MetalPipeline>(entry, decl->params, decl->line, std::move(state));
+  std::shared_ptr<const sim::SourceOrigins> origins;
+  if (validation_) origins = std::make_shared<const sim::SourceOrigins>(source);  // for validation reports
+  return std::make_shared<MetalPipeline>(entry, decl->params, decl->line, std::move(state), std::move(origins));
 }
 
 std::unique_ptr<Batch> MetalDevice::new_batch() {
-  return std::make_unique<MetalBatch>(device_, queue_, timer_, info_);
+  return std::make_unique<MetalBatch>(device_, queue_, timer_, info_, validation_);
 }
 
 // --- batch ---------------------------------------------------------------------------------
 
 MetalBatch::MetalBatch(Ref<MTL::Device> device, Ref<MTL::CommandQueue> queue, TimerSupport timer,
-                       const DeviceInfo& info)
+                       const DeviceInfo& info, bool validation)
     : device_(std::move(device)),
       queue_(std::move(queue)),
       timer_(std::move(timer)),
       info_(info),
-      state_(std::make_shared<BatchState>()) {
+      state_(std::make_shared<BatchState>()),
+      validation_(validation) {
   state_->device = device_;
+  state_->validation = validation;
   state_->sample_pool = timer_.samples;
 }
 
@@ -526,8 +572,9 @@ MTL::CommandBuffer* MetalBatch::current_command_buffer() {
   if (!command_buffer_open_) {
     auto desc = NS::TransferPtr(MTL::CommandBufferDescriptor::alloc()->init());
     desc->setRetainedReferences(false);  // BatchState retains everything the GPU touches
-    // Which pass faulted: costs GPU time on every command buffer, so only when debugging.
-    if (metal_debug()) desc->setErrorOptions(MTL::CommandBufferErrorOptionEncoderExecutionStatus);
+    // Which pass faulted: costs GPU time on every command buffer, so only when debugging (or
+    // validating: shader validation reports name their encoder).
+    if (metal_debug() || validation_) desc->setErrorOptions(MTL::CommandBufferErrorOptionEncoderExecutionStatus);
     MTL::CommandBuffer* cb = queue_->commandBuffer(desc.get());
     if (!cb) throw DispatchError("Metal: could not create a command buffer");
     command_buffers_.push_back(NS::RetainPtr(cb));
@@ -606,7 +653,13 @@ void MetalBatch::encode(const Dispatch& d, std::shared_ptr<DispatchTiming> timin
   const std::string& name = d.pipeline->name();
 
   if (!timing) {
-    if (!encoder_) encoder_ = NS::RetainPtr(current_command_buffer()->computeCommandEncoder());
+    // Shader validation: one pass per dispatch, labelled with the kernel, so that a report
+    // (encoder label, dispatch index) points at one kernel.
+    if (validation_) end_encoder();
+    if (!encoder_) {
+      encoder_ = NS::RetainPtr(current_command_buffer()->computeCommandEncoder());
+      if (validation_) encoder_->setLabel(ns_string(name));
+    }
     encode_into(encoder_.get(), d);
     return;
   }
@@ -683,7 +736,14 @@ void BatchState::on_completed(size_t index, MTL::CommandBuffer* cb) {
   std::vector<Ref<MTL::CounterSampleBuffer>> reusable_samples;
   {
     std::lock_guard<std::mutex> lock(mu);
-    if (cb->status() == MTL::CommandBufferStatusError && error.empty()) error = command_buffer_error(cb);
+    if (error.empty()) {
+      // Shader validation may log an invalid access without failing the command buffer.
+      const std::string report = validation ? validation_report(cb, pipelines) : std::string();
+      if (cb->status() == MTL::CommandBufferStatusError)
+        error = report.empty() ? command_buffer_error(cb) : report + "; " + command_buffer_error(cb);
+      else if (!report.empty())
+        error = report;
+    }
     gpu_times[index] = {cb->GPUStartTime(), cb->GPUEndTime()};
     if (--pending != 0) return;
     finish();
@@ -735,9 +795,38 @@ void BatchState::finish() {
   timed.clear();
 }
 
+bool enable_shader_validation() {
+  if (validation_requested()) {
+    ::setenv("MTL_SHADER_VALIDATION", "1", /*overwrite=*/0);
+    ::setenv("MTL_DEBUG_LAYER", "1", /*overwrite=*/0);
+  }
+  return shader_validation_on();
+}
+
+std::string validation_report(MTL::CommandBuffer* cb, const std::vector<std::shared_ptr<Pipeline>>& pipelines) {
+  if (!responds_to(cb, "logs")) return "";
+  MTL::LogContainer* logs = cb->logs();
+  if (!logs) return "";
+  constexpr size_t kShown = 8;  // a bad index in every thread may log many entries
+  std::string out;
+  size_t count = 0;
+  NS::FastEnumerationState state{};
+  NS::Object* items[16];
+  for (NS::UInteger n; (n = logs->countByEnumerating(&state, items, 16)) != 0;) {
+    for (NS::UInteger i = 0; i < n; ++i) {
+      auto* log = static_cast<MTL::FunctionLog*>(state.itemsPtr[i]);
+      if (log && count++ < kShown) out += (out.empty() ? "" : "\n") + describe_log(log, pipelines);
+    }
+  }
+  if (count > kShown) out += "\n(" + std::to_string(count - kShown) + " more shader validation messages)";
+  return out;
+}
+
 }  // namespace metal
 
 std::vector<std::shared_ptr<Device>> enumerate_metal_devices() {
+  // Before the first Metal device of the process exists: Metal reads its validation switches then.
+  metal::enable_shader_validation();
   metal::AutoreleasePool pool;
   std::vector<metal::Ref<MTL::Device>> found;
   // The system default device first, then any others (eGPU-era Macs; one GPU on Apple silicon).

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "device.h"
+#include "sim/memcheck.h"  // SourceOrigins: MSL line -> Triton source line
 
 namespace tmps {
 namespace metal {
@@ -58,7 +59,8 @@ class MetalBuffer final : public RawBuffer {
 
 class MetalPipeline final : public Pipeline {
  public:
-  MetalPipeline(std::string name, std::vector<ParamInfo> params, uint32_t line, Ref<MTL::ComputePipelineState> state);
+  MetalPipeline(std::string name, std::vector<ParamInfo> params, uint32_t line, Ref<MTL::ComputePipelineState> state,
+                std::shared_ptr<const sim::SourceOrigins> origins = nullptr);
   const std::string& name() const override { return name_; }
   const std::vector<ParamInfo>& params() const override { return params_; }
   uint32_t max_total_threads_per_threadgroup() const override { return max_threads_; }
@@ -66,6 +68,8 @@ class MetalPipeline final : public Pipeline {
   uint32_t static_threadgroup_memory() const override { return static_threadgroup_memory_; }
   uint32_t source_line() const override { return line_; }
   MTL::ComputePipelineState* state() const { return state_.get(); }
+  // Shader validation mode: the Triton lines behind the MSL (null otherwise).
+  const sim::SourceOrigins* origins() const { return origins_.get(); }
 
  private:
   std::string name_;
@@ -75,6 +79,7 @@ class MetalPipeline final : public Pipeline {
   uint32_t max_threads_;
   uint32_t execution_width_;
   uint32_t static_threadgroup_memory_;
+  std::shared_ptr<const sim::SourceOrigins> origins_;
 };
 
 // The on-disk pipeline cache across processes: one MTL::BinaryArchive per device at
@@ -144,12 +149,14 @@ class MetalDevice final : public Device {
   std::string cache_identity() const override { return identity_; }
 
   MTL::Device* mtl() const { return device_.get(); }
+  bool shader_validation() const { return validation_; }
 
  private:
   Ref<MTL::Device> device_;
   Ref<MTL::CommandQueue> queue_;
   DeviceInfo info_;
   std::string identity_;
+  bool validation_ = false;  // Metal's shader validation is on in this process
   TimerSupport timer_;
   std::unique_ptr<PipelineArchive> archive_;
 };
@@ -193,6 +200,7 @@ struct BatchState {
   std::shared_ptr<SampleBufferPool> sample_pool;
   Ref<MTL::Device> device;
   MTL::Timestamp cpu0 = 0, gpu0 = 0;  // clock correlation sampled at commit
+  bool validation = false;  // shader validation: command buffers' logs are read at completion
 
   void on_completed(size_t index, MTL::CommandBuffer* cb);  // completion handler body
 
@@ -209,7 +217,8 @@ struct BatchState {
 // the command buffer's own start-up on the GPU (a few µs): an upper bound, not the kernel alone.
 class MetalBatch final : public Batch {
  public:
-  MetalBatch(Ref<MTL::Device> device, Ref<MTL::CommandQueue> queue, TimerSupport timer, const DeviceInfo& info);
+  MetalBatch(Ref<MTL::Device> device, Ref<MTL::CommandQueue> queue, TimerSupport timer, const DeviceInfo& info,
+             bool validation = false);
   ~MetalBatch() override;
   void encode(const Dispatch& d, std::shared_ptr<DispatchTiming> timing) override;
   size_t size() const override { return size_; }
@@ -237,7 +246,16 @@ class MetalBatch final : public Batch {
   NS::UInteger samples_used_ = 0;
   size_t size_ = 0;
   bool committed_ = false;
+  bool validation_ = false;  // each dispatch in its own encoder labelled with the kernel's name
 };
+
+// Shader validation (TRITON_MPS_METAL_VALIDATION=1): sets MTL_SHADER_VALIDATION=1 and
+// MTL_DEBUG_LAYER=1 unless the user set them; Metal reads them when the process creates its
+// first device, so this runs before device discovery. True if shader validation is then on.
+bool enable_shader_validation();
+// A DispatchError message from a command buffer's shader validation logs ("" when it has none):
+// kernel, Metal's description, MSL line and, through `pipelines`, the Triton line.
+std::string validation_report(MTL::CommandBuffer* cb, const std::vector<std::shared_ptr<Pipeline>>& pipelines);
 
 }  // namespace metal
 }  // namespace tmps

@@ -123,9 +123,12 @@ class TorchMpsStream final : public ForeignStream {
     }
     std::shared_ptr<Completions> done = done_;
     std::shared_ptr<Held> held = w.held;
-    w.cb->addCompletedHandler([done, held](MTL::CommandBuffer* cb) {
+    const bool validation = metal_->shader_validation();
+    w.cb->addCompletedHandler([done, held, validation](MTL::CommandBuffer* cb) {
       AutoreleasePool pool;
       const bool failed = cb->status() == MTL::CommandBufferStatusError;
+      // Shader validation logs of PyTorch's command buffer (ours and PyTorch's own kernels).
+      const std::string report = validation ? validation_report(cb, {held->pipeline}) : std::string();
       if (held->timing) {
         if (failed) held->timing->error = "PyTorch's MPS command buffer failed";
         held->timing->start_ns = cb->GPUStartTime() * 1e9;  // the whole command buffer (an upper bound)
@@ -137,6 +140,7 @@ class TorchMpsStream final : public ForeignStream {
                                                        ? cb->error()->localizedDescription()->utf8String()
                                                        : "(no error object)")
                                  : std::string();
+      if (!report.empty()) error = error.empty() ? report : report + "; " + error;
       // Buffers and tensors go before synchronize() may return (the handler itself may be
       // destroyed only with the command buffer).
       held->buffers.clear();

@@ -164,8 +164,9 @@ void NSArrayEmu::dealloc() {
   items_.clear();
 }
 
-NSErrorEmu::NSErrorEmu(std::string message)
-    : EmuObject(emu_class_named("NSError")), description_(new NSStringEmu(std::move(message)), /*adopt=*/true) {}
+NSErrorEmu::NSErrorEmu(std::string message, std::string domain, long code)
+    : EmuObject(emu_class_named("NSError")), description_(new NSStringEmu(std::move(message)), /*adopt=*/true),
+      domain_(new NSStringEmu(std::move(domain)), /*adopt=*/true), code_(code) {}
 
 NSDataEmu::NSDataEmu(std::vector<unsigned char> bytes) : EmuObject(emu_class_named("NSData")), bytes_(std::move(bytes)) {}
 
@@ -222,6 +223,8 @@ void register_foundation() {
 
   add_method("NSError", "localizedDescription", imp<&NSErrorEmu::localized_description>());
   add_method("NSError", "userInfo", imp<&NSErrorEmu::user_info>());
+  add_method("NSError", "domain", imp<&NSErrorEmu::domain>());
+  add_method("NSError", "code", imp<&NSErrorEmu::code>());
 
   add_method("NSData", "length", imp<&NSDataEmu::length>());
   add_method("NSData", "mutableBytes", imp<&NSDataEmu::mutable_bytes>());

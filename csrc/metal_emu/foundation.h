@@ -60,12 +60,16 @@ class NSArrayEmu : public EmuObject {
 
 class NSErrorEmu : public EmuObject {
  public:
-  explicit NSErrorEmu(std::string message);
+  explicit NSErrorEmu(std::string message, std::string domain = "", long code = 0);
   id localized_description() { return description_.get()->self_id(); }
   id user_info() { return nullptr; }
+  id domain() { return domain_.get()->self_id(); }
+  long code() { return code_; }
 
  private:
   Strong<NSStringEmu> description_;
+  Strong<NSStringEmu> domain_;
+  long code_;
 };
 
 class NSDataEmu : public EmuObject {

@@ -13,6 +13,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <regex>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -113,6 +114,7 @@ class EmuFunction : public EmuObject {
  public:
   EmuFunction(EmuLibrary* lib, std::string name);
   unsigned long function_type() { return MTL::FunctionTypeKernel; }
+  id name_string() { return make_string(name_); }
   EmuLibrary* library() const { return library_.get(); }
   const std::string& name() const { return name_; }
 
@@ -170,17 +172,19 @@ class EmuPipelineDescriptor : public EmuObject {
 
 class EmuPipelineState : public EmuObject {
  public:
-  EmuPipelineState(id device, std::shared_ptr<Pipeline> sim, uint32_t max_threads)
-      : EmuObject(emu_class_named("MTLEmuComputePipelineState")), device_(device), sim_(std::move(sim)),
-        max_threads_(max_threads) {}
+  EmuPipelineState(id device, Strong<EmuFunction> function, std::shared_ptr<Pipeline> sim, uint32_t max_threads)
+      : EmuObject(emu_class_named("MTLEmuComputePipelineState")), device_(device), function_(std::move(function)),
+        sim_(std::move(sim)), max_threads_(max_threads) {}
   unsigned long max_total_threads() { return max_threads_; }
   unsigned long execution_width() { return 32; }
   unsigned long static_tg_memory() { return sim_->static_threadgroup_memory(); }
   id device() { return device_; }
   const std::shared_ptr<Pipeline>& sim() const { return sim_; }
+  EmuFunction* function() const { return function_.get(); }
 
  private:
   id device_;  // not retained: a pipeline never outlives its device in Metal's model either
+  Strong<EmuFunction> function_;
   std::shared_ptr<Pipeline> sim_;
   uint32_t max_threads_;
 };
@@ -302,6 +306,86 @@ class EmuPassDescriptor : public EmuObject {
   Strong<EmuAttachmentArray> attachments_;
 };
 
+// --- shader validation logs (MTLLogContainer of MTLFunctionLog) --------------------------------
+
+class EmuDebugLocation : public EmuObject {
+ public:
+  EmuDebugLocation(std::string function, unsigned long line, unsigned long column)
+      : EmuObject(emu_class_named("MTLEmuFunctionLogDebugLocation")), function_(std::move(function)), line_(line),
+        column_(column) {}
+  id function_name() { return make_string(function_); }
+  unsigned long line() { return line_; }
+  unsigned long column() { return column_; }
+  id url() { return nullptr; }  // libraries compiled from a string have no source file
+
+ private:
+  std::string function_;
+  unsigned long line_, column_;
+};
+
+class EmuFunctionLog : public EmuObject {
+ public:
+  EmuFunctionLog(std::string text, std::string encoder_label, EmuFunction* function, EmuDebugLocation* location)
+      : EmuObject(emu_class_named("MTLEmuFunctionLog")), text_(std::move(text)), label_(std::move(encoder_label)),
+        function_(function), location_(location, /*adopt=*/true) {}
+  id description() { return make_string(text_); }
+  id encoder_label() { return label_.empty() ? nullptr : make_string(label_); }
+  id function() { return function_ ? function_->self_id() : nullptr; }
+  id debug_location() { return location_ ? location_->self_id() : nullptr; }
+  unsigned long type() { return MTL::FunctionLogTypeValidation; }
+
+ private:
+  std::string text_, label_;
+  Strong<EmuFunction> function_;
+  Strong<EmuDebugLocation> location_;
+};
+
+// NSFastEnumeration: every log goes out in the first batch.
+class EmuLogContainer : public EmuObject {
+ public:
+  explicit EmuLogContainer(std::vector<Strong<EmuFunctionLog>> logs)
+      : EmuObject(emu_class_named("MTLEmuLogContainer")), logs_(std::move(logs)) {
+    for (auto& l : logs_) ids_.push_back(l->self_id());
+  }
+  unsigned long count_by_enumerating(NS::FastEnumerationState* state, void* buffer, unsigned long length) {
+    if (state->state != 0 || ids_.empty()) return 0;
+    state->state = 1;
+    state->itemsPtr = reinterpret_cast<NS::Object**>(ids_.data());
+    state->mutationsPtr = &mutations_;
+    return ids_.size();
+  }
+
+ private:
+  std::vector<Strong<EmuFunctionLog>> logs_;
+  std::vector<id> ids_;
+  unsigned long mutations_ = 0;
+};
+
+// Thrown out of a pass when shader validation stopped a dispatch: the log Metal records.
+struct ValidationFault {
+  Strong<EmuFunctionLog> log;
+};
+
+// The simulator's memcheck report of an invalid device access ("out-of-bounds store of 4 bytes
+// past the end of buffer(1) ... at byte offset 400 ... at line 46", from report_out_of_bounds in
+// csrc/sim/scheduler.cpp) as the log Metal's shader validation writes; null for other failures.
+Strong<EmuFunctionLog> validation_log(const std::string& report, EmuPipelineState* pipeline, const std::string& label,
+                                      size_t dispatch) {
+  static const std::regex access(R"(out-of-bounds (load|store) of \d+ bytes?)");
+  static const std::regex offset(R"(at byte offset (-?\d+))");
+  static const std::regex line(R"( at line (\d+))");
+  std::smatch m;
+  if (!std::regex_search(report, m, access)) return {};
+  const std::string kind = m[1];
+  const std::string function = pipeline->function() ? pipeline->function()->name() : pipeline->sim()->name();
+  std::string text = "Invalid device " + kind + " executing kernel function \"" + function + "\" encoder: \"" +
+                     (label.empty() ? std::string("0") : label) + "\", dispatch: " + std::to_string(dispatch);
+  if (std::regex_search(report, m, offset)) text += ", at offset " + m[1].str();
+  EmuDebugLocation* where = nullptr;
+  if (std::regex_search(report, m, line)) where = new EmuDebugLocation(function, std::stoul(m[1].str()), 0);
+  return Strong<EmuFunctionLog>(new EmuFunctionLog(text, label, pipeline->function(), where), /*adopt=*/true);
+}
+
 // --- command buffers and encoders -------------------------------------------------------------
 
 struct Command {
@@ -319,6 +403,7 @@ struct Command {
 
 struct Pass {
   std::vector<Command> commands;
+  std::string label;  // the encoder's label (setLabel:), named by shader validation reports
   Strong<EmuCounterSampleBuffer> samples;
   unsigned long start_index = MTL::CounterDontSample, end_index = MTL::CounterDontSample;
 };
@@ -334,7 +419,10 @@ class EmuEncoder : public EmuObject {
   void set_tg_memory(unsigned long length, unsigned long index);
   void dispatch(MTL::Size groups, MTL::Size threads);
   void end_encoding();
-  void set_label(const void*) { check_open("setLabel:"); }
+  void set_label(const void* label) {
+    check_open("setLabel:");
+    pass_.label = string_of(label);
+  }
 
  private:
   void check_open(const char* what) {
@@ -350,9 +438,9 @@ class EmuQueue;
 
 class EmuCommandBuffer : public EmuObject {
  public:
-  EmuCommandBuffer(EmuQueue* queue, bool retained, unsigned long error_options)
+  EmuCommandBuffer(EmuQueue* queue, bool retained, unsigned long error_options, bool validation)
       : EmuObject(emu_class_named("MTLEmuCommandBuffer")), queue_(queue), retained_(retained),
-        error_options_(error_options) {
+        error_options_(error_options), validation_(validation), logs_(new EmuLogContainer({}), /*adopt=*/true) {
     if (error_options_) count(&EmuCounters::command_buffers_with_error_options);
   }
   id compute_encoder() { return open_encoder(Pass{}); }
@@ -390,6 +478,10 @@ class EmuCommandBuffer : public EmuObject {
     std::lock_guard<std::mutex> lock(mu_);
     return error_ ? error_->self_id() : nullptr;
   }
+  id logs() {  // valid once the command buffer completed (empty before)
+    std::lock_guard<std::mutex> lock(mu_);
+    return logs_->self_id();
+  }
   double gpu_start() { return gpu_start_; }
   double gpu_end() { return gpu_end_; }
   void set_label(const void*) {}
@@ -417,6 +509,8 @@ class EmuCommandBuffer : public EmuObject {
   EmuQueue* queue_;
   bool retained_;
   const unsigned long error_options_;
+  const bool validation_;  // shader validation (MTL_SHADER_VALIDATION=1 when the device was made)
+  Strong<EmuLogContainer> logs_;
   bool encoder_open_ = false;
   std::vector<Pass> passes_;
   std::mutex mu_;
@@ -439,14 +533,15 @@ class EmuCommandBufferDescriptor : public EmuObject {
 // The queue executes committed command buffers in commit order on its own thread.
 class EmuQueue : public EmuObject {
  public:
-  EmuQueue() : EmuObject(emu_class_named("MTLEmuCommandQueue")), state_(std::make_shared<State>()) {
+  explicit EmuQueue(bool validation)
+      : EmuObject(emu_class_named("MTLEmuCommandQueue")), validation_(validation), state_(std::make_shared<State>()) {
     std::thread([s = state_] { run(s); }).detach();
   }
   id command_buffer_with(const void* desc) {
     auto* d = as_required<EmuCommandBufferDescriptor>(desc, "commandBufferWithDescriptor: descriptor");
-    return (new EmuCommandBuffer(this, d->retained, d->error_options))->autorelease()->self_id();
+    return (new EmuCommandBuffer(this, d->retained, d->error_options, validation_))->autorelease()->self_id();
   }
-  id command_buffer() { return (new EmuCommandBuffer(this, true, 0))->autorelease()->self_id(); }
+  id command_buffer() { return (new EmuCommandBuffer(this, true, 0, validation_))->autorelease()->self_id(); }
   void enqueue(EmuCommandBuffer* cb) {
     cb->retain();  // Metal keeps a committed command buffer alive until it completed
     std::lock_guard<std::mutex> lock(state_->mu);
@@ -488,6 +583,7 @@ class EmuQueue : public EmuObject {
       pop_autorelease_pool(nullptr);
     }
   }
+  const bool validation_;
   std::shared_ptr<State> state_;
 };
 
@@ -588,7 +684,8 @@ void EmuCommandBuffer::run_pass(Pass& pass) {
   std::shared_ptr<Device> sim = simulator_device();
   if (pass.samples && pass.start_index != MTL::CounterDontSample) pass.samples->write(pass.start_index, now_ns());
   std::unique_ptr<Batch> batch = sim->new_batch();
-  for (Command& c : pass.commands) {
+  for (size_t n = 0; n < pass.commands.size(); ++n) {
+    Command& c = pass.commands[n];
     Dispatch d;
     d.pipeline = c.pipeline->sim();
     for (auto& [index, b] : c.buffers) {
@@ -610,7 +707,20 @@ void EmuCommandBuffer::run_pass(Pass& pass) {
     for (auto& [index, len] : c.threadgroup_memory) d.threadgroup_memory.emplace_back(uint32_t(index), uint32_t(len));
     d.threadgroups = {uint32_t(c.groups.width), uint32_t(c.groups.height), uint32_t(c.groups.depth)};
     d.threads_per_group = {uint32_t(c.threads.width), uint32_t(c.threads.height), uint32_t(c.threads.depth)};
-    batch->encode(d, nullptr);
+    if (!validation_) {
+      batch->encode(d, nullptr);
+      continue;
+    }
+    // Shader validation: one dispatch at a time, so that a report names its dispatch.
+    std::unique_ptr<Batch> one = sim->new_batch();
+    one->encode(d, nullptr);
+    try {
+      one->commit();
+      one->wait();
+    } catch (const std::exception& e) {
+      if (Strong<EmuFunctionLog> log = validation_log(e.what(), c.pipeline.get(), pass.label, n)) throw ValidationFault{log};
+      throw;
+    }
   }
   batch->commit();
   batch->wait();
@@ -620,9 +730,13 @@ void EmuCommandBuffer::run_pass(Pass& pass) {
 void EmuCommandBuffer::execute() {
   gpu_start_ = now_seconds();
   std::string failure;
+  Strong<EmuFunctionLog> invalid_access;
   for (Pass& pass : passes_) {
     try {
       run_pass(pass);
+    } catch (const ValidationFault& f) {
+      invalid_access = f.log;
+      break;
     } catch (const std::exception& e) {
       failure = e.what();
       break;
@@ -632,8 +746,18 @@ void EmuCommandBuffer::execute() {
   std::vector<Block1> handlers;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (!failure.empty()) {
-      error_ = Strong<NSErrorEmu>(new NSErrorEmu("emulated GPU fault: " + failure), true);
+    if (invalid_access) {
+      // What Metal reports when shader validation stopped an access (the wording of the
+      // description follows the IOGPU error names Metal uses).
+      error_ = Strong<NSErrorEmu>(new NSErrorEmu("Invalid Resource (00000009:kIOGPUCommandBufferCallbackErrorInvalidResource)",
+                                                 "MTLCommandBufferErrorDomain", MTL::CommandBufferErrorInvalidResource),
+                                  true);
+      logs_ = Strong<EmuLogContainer>(new EmuLogContainer({invalid_access}), true);
+      status_ = MTL::CommandBufferStatusError;
+    } else if (!failure.empty()) {
+      error_ = Strong<NSErrorEmu>(
+          new NSErrorEmu("emulated GPU fault: " + failure, "MTLCommandBufferErrorDomain", MTL::CommandBufferErrorInternal),
+          true);
       status_ = MTL::CommandBufferStatusError;
     } else {
       status_ = MTL::CommandBufferStatusCompleted;
@@ -655,9 +779,17 @@ void EmuCommandBuffer::dealloc() {
   passes_.clear();
   handlers_.clear();
   error_ = {};
+  logs_ = {};
 }
 
 // --- device -----------------------------------------------------------------------------------
+
+// Metal reads MTL_SHADER_VALIDATION once, when the process makes its first device; any value
+// but 0 turns it on (MetalValidation(1)).
+bool shader_validation_requested() {
+  const char* v = std::getenv("MTL_SHADER_VALIDATION");
+  return v && *v && std::strcmp(v, "0") != 0;
+}
 
 int family_of(const std::string& name) {
   for (int m = 5; m >= 1; --m)
@@ -669,7 +801,7 @@ class EmuDevice : public EmuObject {
  public:
   EmuDevice(std::string name, uint64_t registry_id)
       : EmuObject(emu_class_named("MTLEmuDevice")), name_(std::move(name)), registry_id_(registry_id),
-        family_(family_of(name_)) {
+        family_(family_of(name_)), validation_(shader_validation_requested()) {
     std::vector<EmuObject*> sets{new EmuCounterSet};
     counter_sets_ = Strong<NSArrayEmu>(new NSArrayEmu(sets), true);
     sets[0]->release();
@@ -684,7 +816,7 @@ class EmuDevice : public EmuObject {
   unsigned long max_buffer_length() { return uint64_t(4) << 30; }
   bool supports_counter_sampling(unsigned long point) { return point == MTL::CounterSamplingPointAtStageBoundary; }
   id counter_sets() { return counter_sets_->self_id(); }
-  id new_queue() { return (new EmuQueue)->self_id(); }
+  id new_queue() { return (new EmuQueue(validation_))->self_id(); }
 
   id new_buffer(unsigned long length, unsigned long options) {
     if (length == 0) violation("newBufferWithLength: length must be > 0");
@@ -715,6 +847,8 @@ class EmuDevice : public EmuObject {
       opts.math_mode = asked = o->math_mode == 0 ? MathMode::Safe : o->math_mode == 1 ? MathMode::Relaxed : MathMode::Fast;
       if (o->language_version) opts.language_version = version_text(o->language_version);
     }
+    // Shader validation instruments every load and store: the simulator's memcheck build.
+    if (validation_) opts.memcheck = true;
     // Recorded as Metal would apply it (nil options: fast); the simulator still builds nil-option
     // libraries in its safe mode, as before.
     count(asked == MathMode::Safe      ? &EmuCounters::libraries_safe_math
@@ -759,7 +893,7 @@ class EmuDevice : public EmuObject {
       std::lock_guard<std::mutex> lock(g_mu);
       limit = d->max_threads ? uint32_t(d->max_threads) : g_unhinted_limit;
     }
-    return (new EmuPipelineState(self_id(), std::move(sim), limit))->self_id();
+    return (new EmuPipelineState(self_id(), d->function, std::move(sim), limit))->self_id();
   }
 
   id new_archive(const void* desc, void* error) {
@@ -796,6 +930,7 @@ class EmuDevice : public EmuObject {
   std::string name_;
   uint64_t registry_id_;
   int family_;
+  const bool validation_;  // MTL_SHADER_VALIDATION at creation, as Metal reads it
   Strong<NSArrayEmu> counter_sets_;
 };
 
@@ -869,6 +1004,7 @@ void register_metal() {
     add_method("MTLEmuLibrary", "newFunctionWithName:", imp<&EmuLibrary::new_function>());
     add_method("MTLEmuLibrary", "functionNames", imp<&EmuLibrary::function_names>());
     add_method("MTLEmuFunction", "functionType", imp<&EmuFunction::function_type>());
+    add_method("MTLEmuFunction", "name", imp<&EmuFunction::name_string>());
 
     const std::string pd = "MTLComputePipelineDescriptor";
     emu_class_named(pd)->factory = &alloc_plain<EmuPipelineDescriptor>;
@@ -925,6 +1061,21 @@ void register_metal() {
     add_method(cb, "GPUStartTime", imp<&EmuCommandBuffer::gpu_start>());
     add_method(cb, "GPUEndTime", imp<&EmuCommandBuffer::gpu_end>());
     add_method(cb, "setLabel:", imp<&EmuCommandBuffer::set_label>());
+    add_method(cb, "logs", imp<&EmuCommandBuffer::logs>());
+
+    add_method("MTLEmuLogContainer", "countByEnumeratingWithState:objects:count:",
+               imp<&EmuLogContainer::count_by_enumerating>());
+    const std::string fl = "MTLEmuFunctionLog";
+    add_method(fl, "description", imp<&EmuFunctionLog::description>());
+    add_method(fl, "encoderLabel", imp<&EmuFunctionLog::encoder_label>());
+    add_method(fl, "function", imp<&EmuFunctionLog::function>());
+    add_method(fl, "debugLocation", imp<&EmuFunctionLog::debug_location>());
+    add_method(fl, "type", imp<&EmuFunctionLog::type>());
+    const std::string dl = "MTLEmuFunctionLogDebugLocation";
+    add_method(dl, "functionName", imp<&EmuDebugLocation::function_name>());
+    add_method(dl, "line", imp<&EmuDebugLocation::line>());
+    add_method(dl, "column", imp<&EmuDebugLocation::column>());
+    add_method(dl, "URL", imp<&EmuDebugLocation::url>());
 
     const std::string enc = "MTLEmuComputeCommandEncoder";
     add_method(enc, "setComputePipelineState:", imp<&EmuEncoder::set_pipeline>());

@@ -62,6 +62,7 @@ VARIABLES: dict[str, tuple[Callable[[str], bool], str]] = {
     "TRITON_MPS_DEBUG": (_is_flag, FLAG_VALUES),
     "TRITON_METAL_DEBUG": (_is_flag, FLAG_VALUES),
     "TRITON_MPS_METAL_DEBUG": (_is_flag, FLAG_VALUES),
+    "TRITON_MPS_METAL_VALIDATION": (_is_flag, FLAG_VALUES),
     "TRITON_MPS_SIM_POISON": (_is_flag, FLAG_VALUES),
     "TRITON_MPS_DOT": (lambda v: v.strip().lower() in ("", "auto", "fma", "simdgroup"), "auto, fma or simdgroup"),
     "TRITON_MPS_EMU_MACOS": (lambda v: re.fullmatch(r"\d+(\.\d+)?", v.strip()) is not None, "a version like 15.0"),
