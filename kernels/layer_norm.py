@@ -1,7 +1,9 @@
 """Layer normalization over the last dimension: forward and backward.
 
-Forward: one program per row. It walks the row in BLOCK_N chunks twice (mean, then variance),
-then a third time to write y = (x - mean) * rstd * w + b. mean and rstd are saved for backward.
+Forward: when a row fits one block (up to 8192 columns), a program reads w and b once and then
+each of its ROWS rows once: mean, centred variance and y = (x - mean) * rstd * w + b from
+registers. Longer rows: one program per row walks it in BLOCK_N chunks twice (mean, then
+variance), then a third time to write y. mean and rstd are saved for backward.
 
 Backward, in two kernels:
   1. `_ln_backward_dx` (one program per row) computes dx from the saved statistics, and the row's
@@ -25,36 +27,62 @@ import triton.language as tl
 
 
 @triton.jit
-def _ln_forward(x_ptr, y_ptr, w_ptr, b_ptr, mean_ptr, rstd_ptr, x_row_stride, y_row_stride, n_cols, eps,
-                BLOCK_N: tl.constexpr):
-    row = tl.program_id(0)
-    x_row = x_ptr + row.to(tl.int64) * x_row_stride
-    y_row = y_ptr + row.to(tl.int64) * y_row_stride
+def _ln_forward(x_ptr, y_ptr, w_ptr, b_ptr, mean_ptr, rstd_ptr, x_row_stride, y_row_stride, n_rows, n_cols, eps,
+                BLOCK_N: tl.constexpr, ROWS: tl.constexpr, ONE_PASS: tl.constexpr):
     cols = tl.arange(0, BLOCK_N)
+    if ONE_PASS:
+        # The row fits one block: x is read once, and w and b once per program for its ROWS rows.
+        m = cols < n_cols
+        w = tl.load(w_ptr + cols, mask=m, other=0.0).to(tl.float32)
+        b = tl.load(b_ptr + cols, mask=m, other=0.0).to(tl.float32)
+        for i in range(ROWS):
+            row = tl.program_id(0) * ROWS + i
+            if row < n_rows:
+                x = tl.load(x_ptr + row.to(tl.int64) * x_row_stride + cols, mask=m, other=0.0).to(tl.float32)
+                mean = tl.sum(x, axis=0) / n_cols
+                d = tl.where(m, x - mean, 0.0)  # centred first: no E[x^2] - mean^2 cancellation
+                rstd = 1.0 / tl.sqrt(tl.sum(d * d, axis=0) / n_cols + eps)
+                tl.store(mean_ptr + row, mean)
+                tl.store(rstd_ptr + row, rstd)
+                tl.store(y_ptr + row.to(tl.int64) * y_row_stride + cols, d * rstd * w + b, mask=m)
+    else:
+        row = tl.program_id(0)
+        x_row = x_ptr + row.to(tl.int64) * x_row_stride
+        y_row = y_ptr + row.to(tl.int64) * y_row_stride
+        total = tl.zeros([BLOCK_N], dtype=tl.float32)
+        for start in range(0, n_cols, BLOCK_N):
+            c = start + cols
+            total += tl.load(x_row + c, mask=c < n_cols, other=0.0).to(tl.float32)
+        mean = tl.sum(total, axis=0) / n_cols
 
-    total = tl.zeros([BLOCK_N], dtype=tl.float32)
-    for start in range(0, n_cols, BLOCK_N):
-        c = start + cols
-        total += tl.load(x_row + c, mask=c < n_cols, other=0.0).to(tl.float32)
-    mean = tl.sum(total, axis=0) / n_cols
+        # Second pass over the data (not E[x^2] - mean^2, which cancels badly for large means).
+        sq = tl.zeros([BLOCK_N], dtype=tl.float32)
+        for start in range(0, n_cols, BLOCK_N):
+            c = start + cols
+            d = tl.load(x_row + c, mask=c < n_cols, other=0.0).to(tl.float32) - mean
+            sq += tl.where(c < n_cols, d * d, 0.0)
+        rstd = 1.0 / tl.sqrt(tl.sum(sq, axis=0) / n_cols + eps)
+        tl.store(mean_ptr + row, mean)
+        tl.store(rstd_ptr + row, rstd)
 
-    # Second pass over the data (not E[x^2] - mean^2, which cancels badly for large means).
-    sq = tl.zeros([BLOCK_N], dtype=tl.float32)
-    for start in range(0, n_cols, BLOCK_N):
-        c = start + cols
-        d = tl.load(x_row + c, mask=c < n_cols, other=0.0).to(tl.float32) - mean
-        sq += tl.where(c < n_cols, d * d, 0.0)
-    rstd = 1.0 / tl.sqrt(tl.sum(sq, axis=0) / n_cols + eps)
-    tl.store(mean_ptr + row, mean)
-    tl.store(rstd_ptr + row, rstd)
+        for start in range(0, n_cols, BLOCK_N):
+            c = start + cols
+            m = c < n_cols
+            x = tl.load(x_row + c, mask=m, other=0.0).to(tl.float32)
+            w = tl.load(w_ptr + c, mask=m).to(tl.float32)
+            b = tl.load(b_ptr + c, mask=m).to(tl.float32)
+            tl.store(y_row + c, (x - mean) * rstd * w + b, mask=m)
 
-    for start in range(0, n_cols, BLOCK_N):
-        c = start + cols
-        m = c < n_cols
-        x = tl.load(x_row + c, mask=m, other=0.0).to(tl.float32)
-        w = tl.load(w_ptr + c, mask=m).to(tl.float32)
-        b = tl.load(b_ptr + c, mask=m).to(tl.float32)
-        tl.store(y_row + c, (x - mean) * rstd * w + b, mask=m)
+
+def forward_launch(n_rows: int, n_cols: int, block_n: int | None = None) -> tuple[tuple[int], dict]:
+    """Grid and constexprs of `_ln_forward`: one pass with the row in one block when it fits
+    (up to 8192 columns), ROWS rows per program so w and b are read once per program while
+    keeping at least 128 programs (parallelism); else one program per row, three passes."""
+    block_n = block_n or triton.next_power_of_2(max(n_cols, 1))
+    if block_n >= n_cols and block_n <= 8192:
+        rows = max(1, min(16, n_rows // 128))
+        return (triton.cdiv(n_rows, rows),), {"BLOCK_N": block_n, "ROWS": rows, "ONE_PASS": True}
+    return (n_rows,), {"BLOCK_N": min(block_n, 1024), "ROWS": 1, "ONE_PASS": False}
 
 
 @triton.jit
@@ -121,10 +149,10 @@ def layer_norm_forward(x, weight, bias, eps=1e-5, *, block_n=None, num_warps=4, 
     y = torch.empty_like(x2) if out is None else out.reshape(n_rows, n_cols)
     mean = torch.empty(n_rows, dtype=torch.float32, device=x.device) if mean is None else mean
     rstd = torch.empty(n_rows, dtype=torch.float32, device=x.device) if rstd is None else rstd
-    block_n = block_n or min(triton.next_power_of_2(n_cols), 1024)
     if n_rows:
-        _ln_forward[(n_rows,)](x2, y, weight, bias, mean, rstd, x2.stride(0), y.stride(0), n_cols, eps,
-                               BLOCK_N=block_n, num_warps=num_warps)
+        grid, meta = forward_launch(n_rows, n_cols, block_n)
+        _ln_forward[grid](x2, y, weight, bias, mean, rstd, x2.stride(0), y.stride(0), n_rows, n_cols, eps,
+                          num_warps=num_warps, **meta)
     return y.reshape(x.shape), mean, rstd
 
 

@@ -43,6 +43,26 @@ def test_forward(mps_driver, rng, dtype, num_warps):
     assert_close64(y, y_ref, dtype, scale=2.0)
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_forward_one_pass_several_rows_per_program(mps_driver, rng, dtype):
+    # 300 rows: 2 rows per program (forward_launch keeps >= 128 programs), the last program
+    # has one row past the end; 77 columns in a 128-wide block.
+    from kernels.layer_norm import forward_launch
+
+    assert forward_launch(300, 77)[1] == {"BLOCK_N": 128, "ROWS": 2, "ONE_PASS": True}
+    dev = device(mps_driver)
+    rows, cols = 301, 77
+    x, w, b, _ = _inputs(rng, rows, cols, dtype, dev)
+    y = poisoned_tensor((rows, cols), dtype, dev)
+    mean = poisoned_tensor((rows,), torch.float32, dev)
+    rstd = poisoned_tensor((rows,), torch.float32, dev)
+    layer_norm_forward(x, w, b, 1e-5, out=y, mean=mean, rstd=rstd)
+    y_ref, mean_ref, rstd_ref = layer_norm_reference(x, w, b, 1e-5)
+    assert_close64(mean, mean_ref, torch.float32)
+    assert_close64(rstd, rstd_ref, torch.float32)
+    assert_close64(y, y_ref, dtype, scale=2.0)
+
+
 def test_forward_leading_dims_and_default_block(mps_driver, rng):
     dev = device(mps_driver)
     g = torch_gen(rng)
