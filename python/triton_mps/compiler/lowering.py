@@ -36,6 +36,8 @@ import math
 import struct
 from collections.abc import Callable
 from contextvars import ContextVar
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from . import fp8, fp64
 from .emitter import Emitter
@@ -43,6 +45,9 @@ from .errors import CompilationError, ThreadgroupMemoryError
 from .ir import Block, Function, Op, Value
 from .layout import Layout, register_map
 from .types import PointerType, TensorType, elem_of
+
+if TYPE_CHECKING:
+    from .axis_info import AxisAnalysis
 
 LOWERINGS: dict[str, Callable] = {}
 
@@ -107,18 +112,29 @@ class KernelState:
         self.fused_muls: dict[int, tuple] = {}
 
 
+@dataclass(eq=False)
 class LoweringContext:
-    def __init__(self, state: KernelState, func: Function, emitter: Emitter):
-        self.state = state
-        self.func = func
-        self.e = emitter
-        self.e.helpers = state.helpers
-        self.names: dict[int, list[str]] = {}
-        self.prologue: list[str] = []
-        self._offsets: dict[tuple, str] = {}
-        self.current_op: Op | None = None
-        self.return_handler: Callable | None = None  # set by the function emitter
-        self.block_stack: list[Block] = []  # blocks being lowered (innermost last)
+    """Lowering state of one function (the kernel or a noinline callee). Per-function analyses
+    are fields here, computed on first use by the op module that needs them."""
+
+    state: KernelState  # what the whole kernel shares
+    func: Function  # the function being lowered
+    e: Emitter  # where its MSL lines go
+    names: dict[int, list[str]] = field(default_factory=dict)  # value id -> MSL expression per register
+    prologue: list[str] = field(default_factory=list)  # hoisted lines (thread offsets) before the body
+    _offsets: dict[tuple, str] = field(default_factory=dict)  # (lane, warp) bases -> hoisted offset name
+    current_op: Op | None = None  # the op being lowered (errors name it)
+    return_handler: Callable | None = None  # set by the function emitter: lowers tt.return
+    block_stack: list[Block] = field(default_factory=list)  # blocks being lowered (innermost last)
+    # Contiguity/divisibility of the function's values (compiler/axis_info.py), for vectorised
+    # loads and stores (ops/memory.py); built on first use.
+    axis_analysis: AxisAnalysis | None = None
+    # tt.dot ops whose accumulator is carried in simdgroup registers across the enclosing
+    # scf.for: dot op id -> carried tile record (ops/dot.py, through LOOP_CARRIERS).
+    carried_dots: dict[int, dict] = field(default_factory=dict)
+
+    def __post_init__(self):
+        self.e.helpers = self.state.helpers
 
     # ---- errors -------------------------------------------------------------------------------
     def error(self, op: Op | None, msg: str):

@@ -69,10 +69,9 @@ def _vector_runs(ctx: LoweringContext, ptr, ety: ScalarType, regs: list[int]) ->
     contiguous and aligned (empty: every access stays scalar)."""
     if not isinstance(ptr.type, TensorType) or ety.bits % 8 or ety.bits > 64:
         return {}
-    ana = getattr(ctx, "_axis_analysis", None)
-    if ana is None:
-        ana = AxisAnalysis(ctx.func)
-        ctx._axis_analysis = ana
+    if ctx.axis_analysis is None:
+        ctx.axis_analysis = AxisAnalysis(ctx.func)
+    ana = ctx.axis_analysis
     return vector_runs(ctx.layout(ptr), ana.get(ptr), ety.bits // 8, regs)
 
 
