@@ -76,6 +76,24 @@ def scratch_limit() -> int:
 STAGES_FROM_SOURCE: list[Callable] = []
 
 
+@dataclass(frozen=True)
+class LoopCarrier:
+    """A way to carry some of an scf.for's loop-carried values other than as plain MSL
+    variables (tt.dot keeps accumulators in simdgroup matrices over the loop: ops/dot.py).
+    The loop lowering (ops/control_flow.py) asks every registered carrier in turn; a position
+    claimed by one is not offered to the next."""
+
+    # find(ctx, for_op) -> {carried position: token}: the positions this carrier takes
+    find: Callable[[LoweringContext, Op], dict[int, object]]
+    # begin(ctx, token, init value) -> names the loop body binds to its block argument
+    begin: Callable[[LoweringContext, object, Value], list[str]]
+    # end(ctx, token, result value): after the loop, define the scf.for result
+    end: Callable[[LoweringContext, object, Value], None]
+
+
+LOOP_CARRIERS: list[LoopCarrier] = []
+
+
 def lowers(*names: str):
     """Register a lowering function `fn(ctx, op)` for the given op names."""
 

@@ -42,7 +42,7 @@ from contextlib import nullcontext
 from .. import fp64
 from ..ir import Op, Value
 from ..layout import Layout
-from ..lowering import STAGES_FROM_SOURCE, LoweringContext, lowers, scratch_limit
+from ..lowering import LOOP_CARRIERS, STAGES_FROM_SOURCE, LoopCarrier, LoweringContext, lowers, scratch_limit
 from ..types import ScalarType, elem_of
 from .elementwise import fp8_to_float
 from .layout_conversion import row_major
@@ -764,3 +764,6 @@ def _lower_carried(ctx: LoweringContext, rec: dict, a, b, d, desc: str) -> None:
         _for_active(ctx, g, multiply)
     # d is only yielded back into the carried matrices (proven by loop_accumulators).
     ctx.bind(d, [x for row in accs for x in row])
+
+
+LOOP_CARRIERS.append(LoopCarrier(loop_accumulators, begin_loop_accumulator, end_loop_accumulator))
