@@ -290,14 +290,12 @@ def sources_digest(root: Path, patterns: tuple[str, ...] = HASHED_SOURCES) -> st
 
 # ---- the kernel's Triton signature ---------------------------------------------------------
 
-_IR_TO_TRITON_TYPE = {"f16": "fp16", "bf16": "bf16", "f32": "fp32", "f64": "fp64", "f8E4M3FN": "fp8e4nv",
-                      "f8E5M2": "fp8e5", "f8E4M3FNUZ": "fp8e4b8", "f8E5M2FNUZ": "fp8e5b16"}
-
-
 def _triton_type(ir_type: str) -> str:
     ptr = ir_type.startswith("*")
     base = ir_type[1:] if ptr else ir_type
-    base = _IR_TO_TRITON_TYPE.get(base, base)
+    from ..compiler.types import triton_name  # the dtype table
+
+    base = triton_name(base)
     return ("*" if ptr else "") + base
 
 
