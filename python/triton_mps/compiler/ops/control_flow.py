@@ -7,8 +7,6 @@ are carried its way instead."""
 
 from __future__ import annotations
 
-import re
-
 from ..ir import Op
 from ..lowering import LOOP_CARRIERS, LoweringContext, function_body, lowers
 from ..types import TensorType
@@ -109,12 +107,12 @@ def scf_while(ctx: LoweringContext, op: Op):
 def call(ctx: LoweringContext, op: Op):
     """A noinline call: every register of every operand is passed by value, the results come
     back in a struct with one field per register. Scalars and tensors alike."""
-    m = re.search(r"tt\.call\s+@([A-Za-z0-9_.$]+)", op.text)
-    if not m:
+    target = op.attrs.get("callee")
+    if not target:
         ctx.error(op, "cannot read the callee of tt.call")
-    callee = ctx.state.module.functions.get(m.group(1))
+    callee = ctx.state.module.functions.get(target)
     if callee is None:
-        ctx.error(op, f"callee {m.group(1)} not found in the module")
+        ctx.error(op, f"callee {target} not found in the module")
     # (the call's result values carry the layouts; the function's printed result types are not needed)
     if len(op.operands) != len(callee.args):
         ctx.error(op, f"call to {callee.name} does not match its signature")
@@ -234,9 +232,7 @@ def _successors(ctx: LoweringContext, op: Op):
     if region is None:
         ctx.error(op, "branch outside a region")
     targets = []
-    for m in re.finditer(r"\^bb(\d+)(\(([^)]*)\))?", op.text):
-        idx = int(m.group(1))
-        nargs = len([x for x in (m.group(3) or "").split(",") if x.strip() and x.strip().startswith("%")])
+    for idx, nargs in op.attrs.get("successors", []):
         if idx >= len(region.blocks):
             ctx.error(op, f"branch to unknown block ^bb{idx}")
         targets.append((region.blocks[idx], nargs))
