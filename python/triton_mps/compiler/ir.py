@@ -174,7 +174,10 @@ def _text_attrs(op: Op) -> None:
             v = op.attrs.pop("int_value")
             op.attrs["value"] = v & 1 if getattr(elem, "name", "") == "i1" else v  # i1 true reads as -1
         else:
-            op.attrs["value"] = _scalar_text(body.split(" : ")[0], elem)
+            try:
+                op.attrs["value"] = _scalar_text(body.split(" : ")[0], elem)
+            except (ValueError, KeyError):
+                pass  # no "value": the lowering reports the op
     elif name in ("tt.trans", "tt.print"):
         key = "order" if name == "tt.trans" else "isSigned"
         got = op.array_attr(key)

@@ -91,6 +91,8 @@ def constant(ctx: LoweringContext, op: Op):
     t = _ety(res)
     if op.attrs.get("nonuniform"):
         ctx.error(op, "non-uniform dense tensor constants are not supported yet")
+    if "value" not in op.attrs:
+        ctx.error(op, f"cannot read the value of {op.text!r}")
     lit = ctx.literal(op.attrs["value"], t)
     if isinstance(res.type, TensorType):
         ctx.bind(res, lit)
