@@ -50,6 +50,7 @@ import functools
 import hashlib
 import logging
 import os
+import re
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, fields
@@ -290,40 +291,38 @@ def sources_digest(root: Path, patterns: tuple[str, ...] = HASHED_SOURCES) -> st
 
 # ---- the kernel's Triton signature ---------------------------------------------------------
 
-_IR_TO_TRITON_TYPE = {"f16": "fp16", "bf16": "bf16", "f32": "fp32", "f64": "fp64", "f8E4M3FN": "fp8e4nv",
-                      "f8E5M2": "fp8e5", "f8E4M3FNUZ": "fp8e4b8", "f8E5M2FNUZ": "fp8e5b16"}
-
-
 def _triton_type(ir_type: str) -> str:
+    from ..compiler.types import triton_name  # the dtype table
+
     ptr = ir_type.startswith("*")
     base = ir_type[1:] if ptr else ir_type
-    base = _IR_TO_TRITON_TYPE.get(base, base)
-    return ("*" if ptr else "") + base
+    return ("*" if ptr else "") + triton_name(base)
 
 
-def _compile_source():
-    """The ASTSource/IRSource that triton.compiler.compile() is compiling, if we are inside it.
+def _runtime_signature(mod) -> dict:
+    """{name: Triton type} of the kernel's runtime arguments, in order, from the module itself.
 
-    Stages only receive the IR module, which no longer carries constexpr parameters; but the
-    compiler's contract wants the Triton signature (constexprs included) and constants to map
-    arguments back to Triton positions. compile() holds them in its local `src`.
-    """
-    frame = sys._getframe(1)
-    while frame is not None:
-        if frame.f_code.co_name == "compile" and frame.f_globals.get("__name__") == "triton.compiler.compiler":
-            return frame.f_locals.get("src")
-        frame = frame.f_back
-    return None
-
-
-def _signature_of(src, mod) -> tuple[dict, dict]:
-    if src is not None and isinstance(getattr(src, "signature", None), dict):
-        constants = dict(getattr(src, "constants", {}) or {})
-        return dict(src.signature), constants
-    # No source (a stage run by hand): the module's own parameters, constexprs already gone.
+    Stages get only the module, which no longer has constexpr parameters, and Triton gives the
+    compilation's source (its signature with constexprs, unsigned types) to the launcher only
+    (`make_launcher(src, metadata)`). So the compiler describes the kernel's own arguments, and
+    the launcher maps them onto Triton's signature (launcher._arg_specs). Names come from the
+    arguments' locations, `argN` when absent or repeated (tuple leaves). An argument's location
+    is its parameter's name around the def's file:line, wrapped in the name of every variable it
+    is assigned to (`loc("q"("c_ptr"(file:line)))`): the innermost name is the parameter's."""
     name = mod.get_entry_func_name()
-    types = mod.get_function_signature(mod.get_function(name))
-    return {f"arg{i}": _triton_type(t) for i, t in enumerate(types)}, {}
+    fn = mod.get_function(name)
+    types = mod.get_function_signature(fn)
+    names = [([""] + re.findall(r'"([^"]*)"\(', str(fn.args(i).get_loc())))[-1] for i in range(fn.get_num_args())]
+    if len(names) != len(types):
+        names = [""] * len(types)
+    taken: set[str] = set()
+    out = {}
+    for i, (n, t) in enumerate(zip(names, types, strict=True)):
+        if not n.isidentifier() or n in taken or names.count(n) > 1:
+            n = f"arg{i}"
+        taken.add(n)
+        out[n] = _triton_type(t)
+    return out
 
 
 # ---- debug dumps ---------------------------------------------------------------------------
@@ -417,7 +416,6 @@ class MPSBackend(BaseBackend):
     def add_stages(self, stages, options, language):
         if language != Language.TRITON:
             raise NotImplementedError("the mps backend compiles Triton kernels; Gluon is not supported")
-        src = _compile_source()
         texts: dict[str, str] = {}  # stage outputs of this compilation, for the debug dump
         target_name = self.target_name(options)
 
@@ -434,10 +432,10 @@ class MPSBackend(BaseBackend):
         def make_msl(mod, metadata):
             from .. import compiler as msl_compiler  # the lead's TTGIR -> MSL compiler
 
-            signature, constants = _signature_of(src, mod)
+            signature = _runtime_signature(mod)  # the launcher maps it onto Triton's (launcher.py)
             kernel_name = mod.get_entry_func_name()
             compiled = msl_compiler.compile_ttgir(
-                mod, num_warps=options.num_warps, signature=signature, constants=constants, kernel_name=kernel_name,
+                mod, num_warps=options.num_warps, signature=signature, constants={}, kernel_name=kernel_name,
                 scratch_limit=options.shared_memory,
                 enable_fp_fusion=options.enable_fp_fusion,
             )

@@ -44,13 +44,6 @@ ACTIVATION_VALUES = ("mps", "metal")
 
 # ---- the driver ----------------------------------------------------------------------------------
 
-_CPP_TYPES = {
-    "i1": "bool", "i8": "char", "i16": "short", "i32": "int", "i64": "long",
-    "u1": "bool", "u8": "uchar", "u16": "ushort", "u32": "uint", "u64": "ulong",
-    "fp16": "half", "bf16": "bfloat", "fp32": "float", "f32": "float", "fp64": "double",
-}
-
-
 _hinted = False
 
 
@@ -126,9 +119,15 @@ class MPSDriver(DriverSurface, DriverBase):
         return MPSDeviceInterface
 
     def map_python_to_cpp_type(self, ty: str) -> str:
+        from ..compiler.types import BY_TRITON  # the dtype table
+
+        d = BY_TRITON.get(ty.lstrip("*"))
+        host = d.host if d is not None else ""
         if ty.startswith("*"):
-            return f"device {_CPP_TYPES.get(ty[1:], ty[1:])}*"
-        return _CPP_TYPES[ty]
+            return f"device {host or ty[1:]}*"
+        if not host:
+            raise KeyError(ty)
+        return host
 
     # benchmarking
     def get_benchmarker(self):

@@ -96,28 +96,41 @@ def _nbytes_of(obj: Any) -> int | None:
 
 # ---- launcher --------------------------------------------------------------------------------
 
-def _arg_specs(src, metadata) -> list[tuple[str, str, str]]:
+def _arg_specs(src, metadata) -> tuple[list[tuple[str, str, str]], list[str] | None]:
     """One (kind, name, msl_type) per bound argument, in Triton's order (constexprs: 'skip');
-    tuple arguments count as their leaves, depth first (compiler.flatten_signature)."""
+    tuple arguments count as their leaves, depth first (compiler.flatten_signature); and the
+    names of the pointer arguments the kernel may store through (None: unknown).
+
+    The compiler saw only the kernel's runtime arguments (backend/compiler.py
+    `_runtime_signature`: signature_index counts those); Triton's signature `src.signature`,
+    constexprs included, is first known here: compiled argument k is its k-th leaf that is not
+    a constexpr. Names and scalar types come from that signature (u64 is i64 in the IR; the
+    kernel reads the same 8 bytes)."""
     from ..compiler import flatten_signature
+    from ..compiler.types import BY_TRITON
 
     tmps = metadata.tmps_args
-    by_position = {a["signature_index"]: a for a in tmps["args"]}
     names = list(src.fn.arg_names) if hasattr(src, "fn") else []  # the Python names, by position
     leaves = flatten_signature({(names[i] if i < len(names) else str(key)): ty
                                 for i, (key, ty) in enumerate(src.signature.items())})
-    specs = []
-    for i, (name, _) in enumerate(leaves):
-        info = by_position.get(i)
-        if info is None:
-            specs.append(("skip", str(name), ""))
-        else:
-            specs.append((info["kind"], info["name"], info["msl_type"]))
-    missing = set(by_position) - set(range(len(leaves)))
-    if missing:
-        raise RuntimeError(f"kernel '{metadata.name}': compiled arguments at signature positions {sorted(missing)} "
-                           f"are not in its signature of {len(leaves)}")
-    return specs
+    runtime = [i for i, (_, ty) in enumerate(leaves) if ty != "constexpr"]
+    specs = [("skip", str(name), "") for name, _ in leaves]
+    renamed: dict[str, str] = {}
+    for info in tmps["args"]:
+        k = info["signature_index"]
+        if not 0 <= k < len(runtime):
+            raise RuntimeError(f"kernel '{metadata.name}': compiled argument {k} ('{info['name']}') is not in its "
+                               f"signature of {len(runtime)} runtime arguments")
+        i = runtime[k]
+        name, ty = leaves[i]
+        msl = info["msl_type"]
+        d = BY_TRITON.get(ty) if info["kind"] == "scalar" and isinstance(ty, str) else None
+        if d is not None and d.host:
+            msl = d.host  # the signature's type: also its signedness
+        specs[i] = (info["kind"], str(name), msl)
+        renamed[info["name"]] = str(name)
+    written = tmps.get("written")
+    return specs, None if written is None else [renamed.get(n, n) for n in written]
 
 
 class TupleLauncher:
@@ -182,7 +195,7 @@ def make_launcher(src, metadata):
     they get a DebugLauncher around the native one."""
     debug = metadata.tmps_args.get("debug")
     locks = metadata.tmps_args.get("locks")
-    specs = _arg_specs(src, metadata)
+    specs, written = _arg_specs(src, metadata)
     if debug:
         specs.append(("pointer", "tmps_debug_records", "uint"))
     if locks:  # bound after the debug buffer (compiler/abi.py)
@@ -192,7 +205,7 @@ def make_launcher(src, metadata):
         specs=specs,
         threads=metadata.num_warps * metadata.warp_size,
         pack_scalars_at=metadata.tmps_args.get("pack_scalars_at", -1),
-        fallback=make_pointer_fallback(metadata.tmps_args.get("written"), _pointer_fallback),
+        fallback=make_pointer_fallback(written, _pointer_fallback),
         before_mps=_torch_mps_synchronize,  # `mps` tensors without PyTorch's stream API (old torch)
         wait=1 if debug else launch_wait(),  # device prints/asserts are read right after the launch
     )

@@ -14,16 +14,10 @@ from .lowering import SCRATCH_BUDGET, KernelState, LoweringContext, function_bod
 from .names import legal_kernel_name
 from .ops import debug as debug_ops
 from .ops import memory as memory_ops
-from .types import PointerType, ScalarType
+from .types import BY_TRITON, PointerType, ScalarType, msl_bytes
 
 __all__ = ["compile_ttgir", "CompilationError", "CompiledMSL", "ArgInfo"]
 
-# Triton signature strings for scalars -> MSL parameter types (what the launcher packs).
-_SIG_SCALARS = {
-    "i1": "bool", "i8": "char", "i16": "short", "i32": "int", "i64": "long",
-    "u1": "bool", "u8": "uchar", "u16": "ushort", "u32": "uint", "u64": "ulong",
-    "fp16": "half", "bf16": "bfloat", "fp32": "float", "f32": "float",
-}
 MAX_BINDINGS = 31
 # Elements of one tensor a thread may hold. Every element is its own MSL variable (the
 # lowering unrolls per register), so the MSL, and the time to compile it on the simulator,
@@ -120,7 +114,8 @@ def _compile_ttgir(mod, *, num_warps: int, signature: dict, constants: dict, ker
             arg_exprs.append(f"arg{i}")
             next_binding += 1
         elif isinstance(v.type, ScalarType):
-            msl_t = _SIG_SCALARS.get(sig, v.type.msl())
+            # the signature's type, which also says signedness (u32, u64: the IR has i32, i64)
+            msl_t = BY_TRITON[sig].msl if sig in BY_TRITON else v.type.msl()
             # fp64: the kernel reads binary64 bits as ulong; the launcher packs a Python float
             # as 8 bytes of double ("double" is its packing type, not an MSL type).
             pack_t = "double" if v.type.name == "f64" else msl_t
@@ -137,7 +132,7 @@ def _compile_ttgir(mod, *, num_warps: int, signature: dict, constants: dict, ker
                 next_binding += 1
             ir_t = v.type.msl()
             arg_exprs.append(src if ir_t == msl_t else f"as_type<{ir_t}>({src})"
-                             if v.type.bytes == _size(msl_t) else f"(({ir_t}){src})")
+                             if v.type.bytes == msl_bytes(msl_t) else f"(({ir_t}){src})")
         else:
             raise CompilationError(f"argument '{name}' has unsupported type {v.type}", kernel=kernel_name)
     pack_at = -1
@@ -279,7 +274,3 @@ def _check_arg_type(name: str, t, kernel: str) -> None:
                 f"argument '{name}' {what} {elem.name}, which Metal does not support (no 64-bit "
                 f"floats); convert the data first (e.g. to float32)", kernel=kernel) from None
 
-
-def _size(msl_t: str) -> int:
-    return {"bool": 1, "char": 1, "uchar": 1, "short": 2, "ushort": 2, "half": 2, "bfloat": 2,
-            "int": 4, "uint": 4, "float": 4, "long": 8, "ulong": 8}[msl_t]

@@ -34,7 +34,9 @@ class ArgInfo:
     kind: str  # "pointer" or "scalar"
     msl_type: str  # pointee type for pointers ("float", "half", ...), value type for scalars
     binding: int  # [[buffer(binding)]]; -1 for scalars packed into the argument struct
-    signature_index: int  # position in the Triton signature (constexprs included)
+    # position among the leaves of the signature compile_ttgir was given (constexprs included);
+    # the backend gives the kernel's runtime arguments only (backend/launcher.py maps them)
+    signature_index: int
 
 
 @dataclass

@@ -12,7 +12,6 @@ never contiguous, so never vectorized.
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass
 
 from .ir import Function, Value
@@ -57,45 +56,14 @@ def _elem_bytes(v: Value) -> int | None:
 
 
 def _arg_divisibility(func: Function) -> dict[int, int]:
-    """`tt.divisibility = N` of the function's arguments, from the func op's text."""
-    text = func.op.text
-    start = text.find("(")
-    out: dict[int, int] = {}
-    if start < 0:
-        return out
-    # Split the argument list at top-level commas.
-    depth, cur, parts = 0, [], []
-    for ch in text[start + 1:]:
-        if ch in "(<[{":
-            depth += 1
-        elif ch in ")>]}":
-            if depth == 0:
-                parts.append("".join(cur))
-                break
-            depth -= 1
-        if ch == "," and depth == 0:
-            parts.append("".join(cur))
-            cur = []
-            continue
-        cur.append(ch)
-    for i, p in enumerate(parts):
-        m = re.search(r"tt\.divisibility\s*=\s*(\d+)", p)
-        if m and i < len(func.args):
-            out[func.args[i].id] = int(m.group(1))
-    return out
+    """`tt.divisibility = N` of the function's arguments (read with the module: ir._text_attrs)."""
+    divs = func.op.attrs.get("arg_divisibility", [])
+    return {a.id: d for a, d in zip(func.args, divs, strict=False) if d is not None}
 
 
 def _const_int(op) -> int | None:
-    body = op.text.split("arith.constant", 1)[1].rsplit(" : ", 1)[0].strip()
-    if body.startswith("dense<"):
-        body = body[len("dense<"):-1].strip()
-    body = body.split(":")[0].strip()
-    if body in ("true", "false"):
-        return int(body == "true")
-    try:
-        return int(body)
-    except ValueError:
-        return None
+    v = op.attrs.get("value")
+    return v if isinstance(v, int) else None
 
 
 def _div_at(x: AxisInfo, d: int, c: int, step: int = 1) -> int:

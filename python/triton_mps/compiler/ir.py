@@ -1,15 +1,19 @@
 """Read a TTGIR module (Triton's bindings) once into plain Python objects.
 
 The bindings only offer a post-order `walk`, per-op operands/results/regions, the block of an
-op and the region of a block. We rebuild the tree from those ids, and pair every op with its
-line in the printed module (`str_nodebug()`, pre-order) to read attributes the bindings do not
-expose (float constants, predicates, atomic kinds, orders, ...). Lowering never touches the
-bindings again.
+op and the region of a block. We rebuild the tree from those ids. Op attributes are read into
+`Op.attrs` here, once: through the bindings (`get_int_attr`, `get_bool_attr`, `get_str_attr`,
+`get_flat_symbol_ref_attr`, `get_constant_value`: `_BOUND_ATTRS`) where they can give the value,
+else from the op's line in the printed module (`str_nodebug()`, pre-order, paired with the
+ops): `_text_attrs`, the one place that parses op text, for what no binding exposes (float
+constants, dense arrays, branch successors, argument attributes, which optional operands an op
+has). Lowering never touches the bindings again and reads attributes from `Op.attrs`.
 """
 
 from __future__ import annotations
 
 import re
+import struct
 from dataclasses import dataclass, field
 
 from .layout import Layout, from_linear_layout
@@ -50,14 +54,18 @@ class Op:
     operands: list[Value]
     results: list[Value]
     regions: list[Region]
-    text: str  # the op's first printed line (attributes are read from it)
+    text: str  # the op's first printed line (error messages; `_text_attrs` reads it)
     file: str = ""
     line: int = 0
     col: int = 0
-    int_attrs: dict = field(default_factory=dict)  # attributes read through the bindings
+    # Attributes, typed, read when the module is read (`_BOUND_ATTRS`, `_text_attrs`): enums by
+    # the name Triton prints (sem "acq_rel", atomic_rmw_op "fadd", ...). Absent: not set.
+    attrs: dict = field(default_factory=dict)
 
     def attr(self, name: str) -> str | None:
-        """Raw text of attribute `name = ...` in the op's line (up to ',' or '}' at depth 0)."""
+        """Raw text of attribute `name = ...` in the op's line (up to ',' or '}' at depth 0).
+        Only for attributes no binding exposes (`_text_attrs`); ops/float64.py still reads
+        propagateNan / rounding / symbol this way (they are in `attrs` too)."""
         m = re.search(r"(?:[{<,]\s*|\s)" + re.escape(name) + r"\s*=\s*", self.text)
         if not m:
             return None
@@ -77,13 +85,8 @@ class Op:
         return "".join(out).strip()
 
     def int_attr(self, name: str) -> int | None:
-        if name in self.int_attrs:
-            return self.int_attrs[name]
-        t = self.attr(name)
-        if t is None:
-            return None
-        m = re.match(r"^(-?\d+)", t)
-        return int(m.group(1)) if m else None
+        v = self.attrs.get(name)
+        return v if isinstance(v, int) and not isinstance(v, bool) else None
 
     def array_attr(self, name: str) -> list[int] | None:
         t = self.attr(name)
@@ -93,6 +96,156 @@ class Op:
         if not m:
             return None
         return [int(x.split(":")[0]) for x in m.group(1).split(",") if x.strip()]
+
+
+# Triton's enum attributes are I32EnumAttrs (integer storage): get_int_attr reads them; these
+# give the names Triton prints (checked against the printed IR in tests/compiler/test_ir_attrs.py).
+MEM_SEMANTIC = {1: "relaxed", 2: "acquire", 3: "release", 4: "acq_rel"}
+RMW_OP = {1: "and", 2: "or", 3: "xor", 4: "add", 5: "fadd", 6: "max", 7: "min", 8: "umax", 9: "umin", 10: "exch"}
+PROPAGATE_NAN = {0: "none", 0xFFFF: "all"}
+ROUNDING_MODE = {0: "rtz", 1: "rtne"}
+SCALE_DOT_ELEM = {0: "e4m3", 1: "e5m2", 2: "e2m3", 3: "e3m2", 4: "e2m1", 5: "bf16", 6: "fp16"}
+
+# op name -> (attribute, reader): "int", "bool", "str", "sym" (a flat symbol reference) or an
+# enum table (int -> printed name; an unknown value is kept as its number, as a string).
+_BOUND_ATTRS: dict[str, tuple[tuple[str, object], ...]] = {
+    "tt.func": (("sym_name", "str"), ("sym_visibility", "str"), ("noinline", "bool")),
+    "tt.call": (("callee", "sym"),),
+    "tt.get_program_id": (("axis", "int"),),
+    "tt.get_num_programs": (("axis", "int"),),
+    "tt.make_range": (("start", "int"), ("end", "int")),
+    "tt.reduce": (("axis", "int"),),
+    "tt.scan": (("axis", "int"), ("reverse", "bool")),
+    "tt.gather": (("axis", "int"),),
+    "tt.expand_dims": (("axis", "int"),),
+    "arith.cmpi": (("predicate", "int"),),
+    "arith.cmpf": (("predicate", "int"),),
+    "tt.atomic_rmw": (("atomic_rmw_op", RMW_OP), ("sem", MEM_SEMANTIC)),
+    "tt.atomic_cas": (("sem", MEM_SEMANTIC),),
+    "tt.atomic_poll": (("sem", MEM_SEMANTIC),),
+    "tt.clampf": (("propagateNan", PROPAGATE_NAN),),
+    "tt.fp_to_fp": (("rounding", ROUNDING_MODE),),
+    "tt.extern_elementwise": (("symbol", "str"),),
+    "tt.print": (("prefix", "str"), ("hex", "bool")),
+    "tt.assert": (("message", "str"),),
+    "tt.map_elementwise": (("pack", "int"),),
+    "tt.dot_scaled": (("a_elem_type", SCALE_DOT_ELEM), ("b_elem_type", SCALE_DOT_ELEM),
+                      ("lhs_k_pack", "bool"), ("rhs_k_pack", "bool")),
+}
+_GETTERS = {"int": "get_int_attr", "bool": "get_bool_attr", "str": "get_str_attr", "sym": "get_flat_symbol_ref_attr"}
+
+
+def _bound_attrs(o, name: str) -> dict:
+    """The attributes of `_BOUND_ATTRS[name]` the bound op `o` has (the getters return None for
+    a missing attribute or one of another kind)."""
+    out = {}
+    for attr, how in _BOUND_ATTRS.get(name, ()):
+        if isinstance(how, dict):
+            v = o.get_int_attr(attr)
+            if v is not None:
+                out[attr] = how.get(v, str(v))
+        else:
+            v = getattr(o, _GETTERS[how])(attr)
+            if v is not None:
+                out[attr] = v
+    if name == "arith.constant":
+        v = o.get_constant_value()  # integer constants (scalar or splat); None for floats
+        if isinstance(v, int) and not isinstance(v, bool):
+            out["int_value"] = v
+    return out
+
+
+def _text_attrs(op: Op) -> None:
+    """Attributes no binding exposes, parsed from the op's printed line into `op.attrs`:
+    the value of a float constant (the bindings' get_constant_value reads integers only);
+    dense i32 arrays (tt.trans order, tt.print isSigned); the successor blocks of cf branches
+    (no get_successor binding); `tt.divisibility` of function arguments (argument attributes);
+    which of tt.dot_scaled's optional scale operands are present (operand segment sizes)."""
+    name, text = op.name, op.text
+    if name == "arith.constant":
+        ty = op.results[0].type if op.results else None
+        body = text.split("arith.constant", 1)[1].rsplit(" : ", 1)[0].strip()
+        if body.startswith("dense<"):
+            body = body[len("dense<"):-1].strip()
+            if body.startswith("["):
+                op.attrs["nonuniform"] = True
+                return
+        elem = ty.elem if isinstance(ty, TensorType) else ty
+        if "int_value" in op.attrs:
+            v = op.attrs.pop("int_value")
+            op.attrs["value"] = v & 1 if getattr(elem, "name", "") == "i1" else v  # i1 true reads as -1
+        else:
+            try:
+                op.attrs["value"] = _scalar_text(body.split(" : ")[0], elem)
+            except (ValueError, KeyError):
+                pass  # no "value": the lowering reports the op
+    elif name in ("tt.trans", "tt.print"):
+        key = "order" if name == "tt.trans" else "isSigned"
+        got = op.array_attr(key)
+        if got is not None:
+            op.attrs[key] = got
+    elif name in ("cf.br", "cf.cond_br"):
+        op.attrs["successors"] = [
+            (int(m.group(1)), len([x for x in (m.group(3) or "").split(",") if x.strip().startswith("%")]))
+            for m in re.finditer(r"\^bb(\d+)(\(([^)]*)\))?", text)]
+    elif name == "tt.func":
+        op.attrs["arg_divisibility"] = _arg_divisibility(text)
+        op.attrs["result_types"] = _func_results(text)
+    elif name == "tt.dot_scaled":
+        head = text.split("tt.dot_scaled", 1)[1].split(":", 1)[0]
+        op.attrs["lhs_scale"] = re.match(r"\s*%[\w#]+\s+scale\s+%", head) is not None
+        op.attrs["rhs_scale"] = re.search(r",\s*%[\w#]+\s+scale\s+%", head) is not None
+
+
+def _scalar_text(txt: str, t) -> object:
+    """A printed scalar constant: true/false, an integer, a float, or a float's bits in hex
+    (`0x7FC00000`: NaN, infinities, and values the printer cannot round-trip in decimal)."""
+    txt = txt.strip()
+    if txt in ("true", "false"):
+        return 1 if txt == "true" else 0
+    if getattr(t, "is_float", False):
+        if re.match(r"^0x[0-9A-Fa-f]+$", txt):
+            bits = int(txt, 16)
+            if t.name == "f32":
+                return struct.unpack("<f", struct.pack("<I", bits))[0]
+            if t.name == "f16":
+                return struct.unpack("<e", struct.pack("<H", bits))[0]
+            if t.name == "bf16":
+                return struct.unpack("<f", struct.pack("<I", bits << 16))[0]
+            if t.is_fp8:
+                from . import fp8
+
+                return fp8.decode(fp8.FORMATS[t.name], bits)
+            if t.name == "f64":
+                return struct.unpack("<d", struct.pack("<Q", bits))[0]
+        return float(txt)
+    return int(txt, 0)
+
+
+def _arg_divisibility(text: str) -> list[int | None]:
+    """`tt.divisibility = N` of each argument of a printed tt.func (None where absent)."""
+    start = text.find("(")
+    if start < 0:
+        return []
+    depth, cur, parts = 0, [], []
+    for ch in text[start + 1:]:  # the argument list, split at top-level commas
+        if ch in "(<[{":
+            depth += 1
+        elif ch in ")>]}":
+            if depth == 0:
+                parts.append("".join(cur))
+                break
+            depth -= 1
+        if ch == "," and depth == 0:
+            parts.append("".join(cur))
+            cur = []
+            continue
+        cur.append(ch)
+    out: list[int | None] = []
+    for p in parts:
+        m = re.search(r"tt\.divisibility\s*=\s*(\d+)", p)
+        out.append(int(m.group(1)) if m else None)
+    return out
 
 
 @dataclass(eq=False)
@@ -204,8 +357,7 @@ def read_module(mod, context, num_warps: int) -> Module:
             op.operands.append(v)
         for i in range(o.get_num_results()):
             op.results.append(value(o.get_result(i), op))
-        # Int attributes (axis, predicate, ...) are read lazily from the text (Op.int_attr): the
-        # bindings' get_int_attr aborts on a missing attribute.
+        op.attrs.update(_bound_attrs(o, name))
         for i in range(o.get_num_regions()):
             reg = o.get_region(i)
             r = Region()
@@ -216,8 +368,6 @@ def read_module(mod, context, num_warps: int) -> Module:
             for blk in r.blocks:
                 blk.region = r
             op.regions.append(r)
-        if name == "tt.func":
-            op.int_attrs["sym_name"] = o.get_str_attr("sym_name")
         if name == "builtin.module":
             ops_by_raw.append(op)
             continue
@@ -261,6 +411,7 @@ def read_module(mod, context, num_warps: int) -> Module:
             raise CompilationError(f"op {op.name} does not match printed line {ln!r}", op=op.name, file=op.file,
                                    line=op.line)
         op.text = ln
+        _text_attrs(op)
     _attach_locations(pre, str(mod))
 
     funcs: dict[str, Function] = {}
@@ -268,14 +419,14 @@ def read_module(mod, context, num_warps: int) -> Module:
         for op in b.ops:
             if op.name != "tt.func":
                 continue
-            name = op.int_attrs["sym_name"]
+            name = op.attrs["sym_name"]
             body = op.regions[0].blocks[0] if op.regions and op.regions[0].blocks else Block()
             # file/line of the function come from its return op (func has no result loc)
             ret = body.ops[-1] if body.ops else None
             if ret is not None:
                 op.file, op.line = ret.file, ret.line
-            funcs[name] = Function(name, list(body.args), body, op, " public " in f" {op.text} ",
-                                   "noinline = true" in op.text, _func_results(op.text))
+            funcs[name] = Function(name, list(body.args), body, op, op.attrs.get("sym_visibility") == "public",
+                                   bool(op.attrs.get("noinline")), op.attrs["result_types"])
     return Module(funcs, text)
 
 

@@ -36,6 +36,8 @@ import math
 import struct
 from collections.abc import Callable
 from contextvars import ContextVar
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from . import fp8, fp64
 from .emitter import Emitter
@@ -43,6 +45,9 @@ from .errors import CompilationError, ThreadgroupMemoryError
 from .ir import Block, Function, Op, Value
 from .layout import Layout, register_map
 from .types import PointerType, TensorType, elem_of
+
+if TYPE_CHECKING:
+    from .axis_info import AxisAnalysis
 
 LOWERINGS: dict[str, Callable] = {}
 
@@ -69,6 +74,24 @@ def scratch_limit() -> int:
 # into threadgroup memory from before their conversion). A conversion whose every user says so
 # is not lowered at all (ops/layout_conversion.py).
 STAGES_FROM_SOURCE: list[Callable] = []
+
+
+@dataclass(frozen=True)
+class LoopCarrier:
+    """A way to carry some of an scf.for's loop-carried values other than as plain MSL
+    variables (tt.dot keeps accumulators in simdgroup matrices over the loop: ops/dot.py).
+    The loop lowering (ops/control_flow.py) asks every registered carrier in turn; a position
+    claimed by one is not offered to the next."""
+
+    # find(ctx, for_op) -> {carried position: token}: the positions this carrier takes
+    find: Callable[[LoweringContext, Op], dict[int, object]]
+    # begin(ctx, token, init value) -> names the loop body binds to its block argument
+    begin: Callable[[LoweringContext, object, Value], list[str]]
+    # end(ctx, token, result value): after the loop, define the scf.for result
+    end: Callable[[LoweringContext, object, Value], None]
+
+
+LOOP_CARRIERS: list[LoopCarrier] = []
 
 
 def lowers(*names: str):
@@ -107,20 +130,31 @@ class KernelState:
         self.fused_muls: dict[int, tuple] = {}
 
 
+@dataclass(eq=False)
 class LoweringContext:
-    def __init__(self, state: KernelState, func: Function, emitter: Emitter):
-        self.state = state
-        self.func = func
-        self.e = emitter
-        self.e.helpers = state.helpers
-        self.names: dict[int, list[str]] = {}
-        self.prologue: list[str] = []
-        self._offsets: dict[tuple, str] = {}
-        self.current_op: Op | None = None
-        self.return_handler: Callable | None = None  # set by the function emitter
-        self.block_stack: list[Block] = []  # blocks being lowered (innermost last)
-        # (variable, MSL type) each tt.map_elementwise.return assigns, innermost map last
-        self.map_results: list[list[tuple[str, str]]] = []
+    """Lowering state of one function (the kernel or a noinline callee). Per-function analyses
+    are fields here, computed on first use by the op module that needs them."""
+
+    state: KernelState  # what the whole kernel shares
+    func: Function  # the function being lowered
+    e: Emitter  # where its MSL lines go
+    names: dict[int, list[str]] = field(default_factory=dict)  # value id -> MSL expression per register
+    prologue: list[str] = field(default_factory=list)  # hoisted lines (thread offsets) before the body
+    _offsets: dict[tuple, str] = field(default_factory=dict)  # (lane, warp) bases -> hoisted offset name
+    current_op: Op | None = None  # the op being lowered (errors name it)
+    return_handler: Callable | None = None  # set by the function emitter: lowers tt.return
+    block_stack: list[Block] = field(default_factory=list)  # blocks being lowered (innermost last)
+    # Contiguity/divisibility of the function's values (compiler/axis_info.py), for vectorised
+    # loads and stores (ops/memory.py); built on first use.
+    axis_analysis: AxisAnalysis | None = None
+    # tt.dot ops whose accumulator is carried in simdgroup registers across the enclosing
+    # scf.for: dot op id -> carried tile record (ops/dot.py, through LOOP_CARRIERS).
+    carried_dots: dict[int, dict] = field(default_factory=dict)
+    # (variable, MSL type) each tt.map_elementwise.return assigns, innermost map last
+    map_results: list[list[tuple[str, str]]] = field(default_factory=list)
+
+    def __post_init__(self):
+        self.e.helpers = self.state.helpers
 
     # ---- errors -------------------------------------------------------------------------------
     def error(self, op: Op | None, msg: str):

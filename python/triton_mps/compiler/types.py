@@ -5,21 +5,76 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-# Element type -> MSL type. i1 is `bool` (one byte in Metal, as Triton stores it).
-_SCALAR_MSL = {
-    "i1": "bool", "i8": "char", "i16": "short", "i32": "int", "i64": "long",
-    "f16": "half", "bf16": "bfloat", "f32": "float", "index": "long",
-    # fp8 formats are 8-bit storage; arithmetic converts through float (see fp8.py)
-    "f8E4M3FN": "uchar", "f8E5M2": "uchar", "f8E4M3FNUZ": "uchar", "f8E5M2FNUZ": "uchar",
-    # f64 is IEEE binary64 bits in a ulong, computed in software (see fp64.py)
-    "f64": "ulong",
-}
-_FP8 = ("f8E4M3FN", "f8E5M2", "f8E4M3FNUZ", "f8E5M2FNUZ")
-_UNSIGNED_MSL = {"i1": "bool", "i8": "uchar", "i16": "ushort", "i32": "uint", "i64": "ulong", "index": "ulong",
-                 "f64": "ulong",
-                 **{n: "uchar" for n in _FP8}}
-_BITS = {"i1": 1, "i8": 8, "i16": 16, "i32": 32, "i64": 64, "index": 64, "f16": 16, "bf16": 16, "f32": 32, "f64": 64,
-         **{n: 8 for n in _FP8}}
+
+@dataclass(frozen=True)
+class DType:
+    """Everything the backend knows about one element type: the one table (DTYPES below)."""
+
+    mlir: str  # MLIR spelling in TTGIR ("" for types only Triton's signatures have: u32, ...)
+    triton: str  # Triton signature name ("" for MLIR-only types: index)
+    msl: str  # MSL type of a value: fp8 is 8-bit storage (fp8.py), f64 binary64 bits (fp64.py)
+    msl_unsigned: str  # MSL unsigned type of the same width (bit manipulation)
+    bits: int
+    is_float: bool
+    signed: bool  # integers: two's complement signed; floats: True
+    # Host type the launcher packs a scalar argument as and the driver reports to Triton (f64:
+    # a double, which the kernel reads as ulong bits); "" when a scalar of it cannot be passed.
+    host: str
+
+    @property
+    def bytes(self) -> int:
+        return max(1, self.bits // 8)
+
+
+def _int(mlir: str, triton: str, msl: str, unsigned: str, bits: int, signed: bool) -> DType:
+    return DType(mlir, triton, msl, unsigned, bits, False, signed, msl)
+
+
+def _fp8(mlir: str, triton: str) -> DType:
+    return DType(mlir, triton, "uchar", "uchar", 8, True, True, "")
+
+
+# i1 is `bool` (one byte in Metal, as Triton stores it).
+DTYPES: tuple[DType, ...] = (
+    _int("i1", "i1", "bool", "bool", 1, True),
+    _int("i8", "i8", "char", "uchar", 8, True),
+    _int("i16", "i16", "short", "ushort", 16, True),
+    _int("i32", "i32", "int", "uint", 32, True),
+    _int("i64", "i64", "long", "ulong", 64, True),
+    _int("index", "", "long", "ulong", 64, True),
+    _int("", "u1", "bool", "bool", 1, False),
+    _int("", "u8", "uchar", "uchar", 8, False),
+    _int("", "u16", "ushort", "ushort", 16, False),
+    _int("", "u32", "uint", "uint", 32, False),
+    _int("", "u64", "ulong", "ulong", 64, False),
+    DType("f16", "fp16", "half", "ushort", 16, True, True, "half"),
+    DType("bf16", "bf16", "bfloat", "ushort", 16, True, True, "bfloat"),
+    DType("f32", "fp32", "float", "uint", 32, True, True, "float"),
+    DType("f64", "fp64", "ulong", "ulong", 64, True, True, "double"),
+    _fp8("f8E4M3FN", "fp8e4nv"),
+    _fp8("f8E5M2", "fp8e5"),
+    _fp8("f8E4M3FNUZ", "fp8e4b8"),
+    _fp8("f8E5M2FNUZ", "fp8e5b16"),
+)
+BY_MLIR: dict[str, DType] = {d.mlir: d for d in DTYPES if d.mlir}
+BY_TRITON: dict[str, DType] = {d.triton: d for d in DTYPES if d.triton}
+BY_TRITON["f32"] = BY_TRITON["fp32"]  # older signatures spell it f32
+# MSL scalar type -> bytes (threadgroup staging, scalar packing)
+MSL_BYTES: dict[str, int] = {d.msl: d.bytes for d in DTYPES}
+
+
+def msl_bytes(msl_t: str) -> int:
+    """Size of an MSL scalar type of the table (KeyError for others)."""
+    return MSL_BYTES[msl_t]
+
+
+def triton_name(mlir: str) -> str:
+    """Triton signature name of an MLIR element type (the MLIR name when Triton has none)."""
+    d = BY_MLIR.get(mlir)
+    return d.triton if d is not None and d.triton else mlir
+
+
+_FP8 = tuple(d.mlir for d in DTYPES if d.mlir and d.is_float and d.bits == 8)
 
 
 @dataclass(frozen=True)
@@ -27,8 +82,12 @@ class ScalarType:
     name: str  # MLIR spelling: i32, f16, bf16, ...
 
     @property
+    def dtype(self) -> DType:
+        return BY_MLIR[self.name]
+
+    @property
     def is_float(self) -> bool:
-        return self.name in ("f16", "bf16", "f32", "f64") or self.name in _FP8
+        return BY_MLIR[self.name].is_float
 
     @property
     def is_fp8(self) -> bool:
@@ -40,19 +99,19 @@ class ScalarType:
 
     @property
     def bits(self) -> int:
-        return _BITS[self.name]
+        return BY_MLIR[self.name].bits
 
     @property
     def bytes(self) -> int:
-        return max(1, self.bits // 8)
+        return BY_MLIR[self.name].bytes
 
     def msl(self) -> str:
-        if self.name not in _SCALAR_MSL:
+        if self.name not in BY_MLIR:
             raise TypeError(f"type {self.name} has no Metal equivalent")
-        return _SCALAR_MSL[self.name]
+        return BY_MLIR[self.name].msl
 
     def msl_unsigned(self) -> str:
-        return _UNSIGNED_MSL[self.name]
+        return BY_MLIR[self.name].msl_unsigned
 
     def __str__(self) -> str:
         return self.name
@@ -127,12 +186,11 @@ def _split_top(s: str, sep: str = ",") -> list[str]:
     return [p.strip() for p in parts]
 
 
-_SCALAR_RE = re.compile(r"^(i1|i8|i16|i32|i64|f16|bf16|f32|f64|index|f8E4M3FN|f8E5M2|f8E4M3FNUZ|f8E5M2FNUZ)$")
 
 
 def parse_type(text: str):
     t = text.strip()
-    if _SCALAR_RE.match(t):
+    if t in BY_MLIR:
         return ScalarType(t)
     if t.startswith("!tt.ptr<") and t.endswith(">"):
         inner = _split_top(t[len("!tt.ptr<"):-1])

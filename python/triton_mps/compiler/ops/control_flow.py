@@ -1,17 +1,15 @@
 """Structured control flow: scf.for / scf.if / scf.while, tt.return, noinline tt.call.
 
 Loop-carried values and if/while results become mutable MSL variables declared before the
-statement; region terminators assign them (as parallel assignments). scf.for accumulators that
-ops/dot.py can keep in simdgroup matrices over the loop are carried as those matrices instead."""
+statement; region terminators assign them (as parallel assignments). scf.for values that a
+registered LoopCarrier claims (ops/dot.py: accumulators kept in simdgroup matrices over the loop)
+are carried its way instead."""
 
 from __future__ import annotations
 
-import re
-
 from ..ir import Op
-from ..lowering import LoweringContext, function_body, lowers
+from ..lowering import LOOP_CARRIERS, LoweringContext, function_body, lowers
 from ..types import TensorType
-from .dot import begin_loop_accumulator, end_loop_accumulator, loop_accumulators
 
 
 @lowers("tt.return")
@@ -38,13 +36,18 @@ def scf_for(ctx: LoweringContext, op: Op):
     inits = op.operands[3:]
     body = op.regions[0].blocks[0]
     iv_t = ctx.msl_type(lb)
-    # Accumulators that stay in simdgroup matrices over the loop (ops/dot.py proves which): the
-    # matrices are the carried variables; the dot updates them in place, so no assignment here.
-    special = loop_accumulators(ctx, op)
+    # Values a LoopCarrier claims (ops/dot.py: accumulators that stay in simdgroup matrices over
+    # the loop): the carrier's variables are carried; their users update them in place, so no
+    # assignment here.
+    special: dict[int, tuple] = {}  # position -> (carrier, token)
+    for carrier in LOOP_CARRIERS:
+        for i, token in carrier.find(ctx, op).items():
+            special.setdefault(i, (carrier, token))
     carried = []
     for i, (res, init) in enumerate(zip(op.results, inits, strict=True)):
         if i in special:
-            carried.append(begin_loop_accumulator(ctx, special[i], init))
+            carrier, token = special[i]
+            carried.append(carrier.begin(ctx, token, init))
         else:
             carried.append(ctx.declare(res, init=ctx.exprs(init)))
     iv = ctx.e.fresh(body.args[0].hint or "i")
@@ -55,8 +58,8 @@ def scf_for(ctx: LoweringContext, op: Op):
         ctx.assign(_flat(carried[i] for i in plain), _flat(yields[i] for i in plain),
                    _types(ctx, [op.results[i] for i in plain]))
     # plain results are the carried variables (names already bound by declare)
-    for i, dop in special.items():
-        end_loop_accumulator(ctx, dop, op.results[i])
+    for i, (carrier, token) in special.items():
+        carrier.end(ctx, token, op.results[i])
 
 
 @lowers("scf.if")
@@ -104,12 +107,12 @@ def scf_while(ctx: LoweringContext, op: Op):
 def call(ctx: LoweringContext, op: Op):
     """A noinline call: every register of every operand is passed by value, the results come
     back in a struct with one field per register. Scalars and tensors alike."""
-    m = re.search(r"tt\.call\s+@([A-Za-z0-9_.$]+)", op.text)
-    if not m:
+    target = op.attrs.get("callee")
+    if not target:
         ctx.error(op, "cannot read the callee of tt.call")
-    callee = ctx.state.module.functions.get(m.group(1))
+    callee = ctx.state.module.functions.get(target)
     if callee is None:
-        ctx.error(op, f"callee {m.group(1)} not found in the module")
+        ctx.error(op, f"callee {target} not found in the module")
     # (the call's result values carry the layouts; the function's printed result types are not needed)
     if len(op.operands) != len(callee.args):
         ctx.error(op, f"call to {callee.name} does not match its signature")
@@ -229,9 +232,7 @@ def _successors(ctx: LoweringContext, op: Op):
     if region is None:
         ctx.error(op, "branch outside a region")
     targets = []
-    for m in re.finditer(r"\^bb(\d+)(\(([^)]*)\))?", op.text):
-        idx = int(m.group(1))
-        nargs = len([x for x in (m.group(3) or "").split(",") if x.strip() and x.strip().startswith("%")])
+    for idx, nargs in op.attrs.get("successors", []):
         if idx >= len(region.blocks):
             ctx.error(op, f"branch to unknown block ^bb{idx}")
         targets.append((region.blocks[idx], nargs))

@@ -21,7 +21,6 @@ and the error is raised after it.
 
 from __future__ import annotations
 
-import re
 import sys
 
 import numpy as np
@@ -76,19 +75,6 @@ def _put_helper(ctx: LoweringContext) -> str:
 }}
 """)
     return fn
-
-
-_STR_RE = re.compile(r'"((?:[^"\\]|\\.)*)"')
-
-
-def _string_attr(op: Op) -> str:
-    """The op's first string literal (MLIR escapes non-printables as \\XX hex)."""
-    m = _STR_RE.search(op.text)
-    if not m:
-        return ""
-    raw = m.group(1)
-    return re.sub(r"\\([0-9A-Fa-f]{2})", lambda x: chr(int(x.group(1), 16)),
-                  raw.replace('\\"', '"')).replace("\\\\", "\\")
 
 
 def _value_kind(ctx: LoweringContext, op: Op, v) -> dict:
@@ -151,15 +137,15 @@ def _shape(v) -> list[int]:
 def device_assert(ctx: LoweringContext, op: Op):
     cond = op.operands[0]
     site = len(ctx.state.debug_sites)
-    ctx.state.debug_sites.append({"kind": "assert", "message": _string_attr(op), "file": op.file,
+    ctx.state.debug_sites.append({"kind": "assert", "message": op.attrs.get("message", ""), "file": op.file,
                                   "line": op.line, "shape": _shape(cond)})
     _emit_records(ctx, site, 0, cond, cond=lambda r: f"!({ctx.expr(cond, r)})")
 
 
 @lowers("tt.print")
 def device_print(ctx: LoweringContext, op: Op):
-    hex_ = (op.attr("hex") or "false").startswith("true")
-    signed = op.array_attr("isSigned") or []
+    hex_ = bool(op.attrs.get("hex"))
+    signed = op.attrs.get("isSigned") or []
     operands = []
     for i, v in enumerate(op.operands):
         k = _value_kind(ctx, op, v)
@@ -167,7 +153,7 @@ def device_print(ctx: LoweringContext, op: Op):
         k["shape"] = _shape(v)
         operands.append(k)
     site = len(ctx.state.debug_sites)
-    ctx.state.debug_sites.append({"kind": "print", "prefix": _string_attr(op), "hex": hex_, "file": op.file,
+    ctx.state.debug_sites.append({"kind": "print", "prefix": op.attrs.get("prefix", ""), "hex": hex_, "file": op.file,
                                   "line": op.line, "operands": operands})
     if not op.operands:
         put = _put_helper(ctx)

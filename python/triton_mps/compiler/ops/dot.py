@@ -42,7 +42,7 @@ from contextlib import nullcontext
 from .. import fp64
 from ..ir import Op, Value
 from ..layout import Layout
-from ..lowering import STAGES_FROM_SOURCE, LoweringContext, lowers, scratch_limit
+from ..lowering import LOOP_CARRIERS, STAGES_FROM_SOURCE, LoopCarrier, LoweringContext, lowers, scratch_limit
 from ..types import ScalarType, elem_of
 from .elementwise import fp8_to_float
 from .layout_conversion import row_major
@@ -114,7 +114,7 @@ def dot(ctx: LoweringContext, op: Op):
         return
     path, plan = _path(ctx, op, mode, is_int)
     if path == "carried":
-        _lower_carried(ctx, getattr(ctx, _TABLE)[id(op)], a, b, d, desc)
+        _lower_carried(ctx, ctx.carried_dots[id(op)], a, b, d, desc)
     elif path == "simdgroup":
         _lower_simdgroup(ctx, a, b, c, d, M, N, K, desc)
     elif path == "registers":
@@ -128,7 +128,7 @@ def _path(ctx: LoweringContext, op: Op, mode: str, is_int: bool):
     "simdgroup", "registers" (FMA, operands matched in registers) or "scratch" (FMA, operands
     through threadgroup memory)."""
     a, b, c = op.operands[:3]
-    if id(op) in getattr(ctx, _TABLE, {}):
+    if id(op) in ctx.carried_dots:
         return "carried", None
     la, lb, lc = a.layout, b.layout, c.layout
     M, N, K = lc.shape[-2], lc.shape[-1], la.shape[-1]
@@ -595,17 +595,9 @@ def _lower_simdgroup(ctx: LoweringContext, a, b, c, d, M: int, N: int, K: int, d
 # A loop-carried accumulator whose only in-loop use is the C operand of one simdgroup-eligible
 # tt.dot whose result is yielded back in the same position stays in simdgroup_float8x8 registers
 # over the whole loop: staged into matrices once before the loop, read back once after it
-# (control_flow.scf_for asks `loop_accumulators`). Anything not proven here keeps the per-dot
+# (control_flow.scf_for asks the LoopCarrier registered below). Anything not proven here keeps the per-dot
 # round trip through threadgroup memory.
-_TABLE = "simdgroup_loop_accs"  # LoweringContext attribute: dot op id -> carried tile record
-
-
-def _carried_table(ctx: LoweringContext) -> dict:
-    table = getattr(ctx, _TABLE, None)
-    if table is None:
-        table = {}
-        setattr(ctx, _TABLE, table)
-    return table
+# The records live in LoweringContext.carried_dots: dot op id -> carried tile record.
 
 
 def _loop_dot_ok(ctx: LoweringContext, dop: Op) -> bool:
@@ -699,8 +691,7 @@ def begin_loop_accumulator(ctx: LoweringContext, dop: Op, init: Value) -> list[s
     for row in accs:
         for acc in row:
             e.line(f"simdgroup_float8x8 {acc} = make_filled_simdgroup_matrix<float, 8, 8>({fill or '0.0f'});")
-    table = _carried_table(ctx)
-    table[id(dop)] = {"g": g, "p": p, "accs": accs, "buf": buf}
+    ctx.carried_dots[id(dop)] = {"g": g, "p": p, "accs": accs, "buf": buf}
     if fill is not None:  # tl.zeros / a splat: no staging needed
         return [x for row in accs for x in row]
     ctx.barrier()
@@ -728,7 +719,7 @@ def _uniform(ctx: LoweringContext, v: Value) -> str | None:
 
 def end_loop_accumulator(ctx: LoweringContext, dop: Op, result: Value) -> None:
     """After the loop: store the matrices to scratch, read them back into result's registers."""
-    rec = _carried_table(ctx).pop(id(dop))
+    rec = ctx.carried_dots.pop(id(dop))
     g, p, accs, buf = rec["g"], rec["p"], rec["accs"], rec["buf"]
     e = ctx.e
     lay = ctx.layout(result)
@@ -773,3 +764,6 @@ def _lower_carried(ctx: LoweringContext, rec: dict, a, b, d, desc: str) -> None:
         _for_active(ctx, g, multiply)
     # d is only yielded back into the carried matrices (proven by loop_accumulators).
     ctx.bind(d, [x for row in accs for x in row])
+
+
+LOOP_CARRIERS.append(LoopCarrier(loop_accumulators, begin_loop_accumulator, end_loop_accumulator))

@@ -17,7 +17,6 @@ products of those upcasts are the same numbers except where bf16/fp16 would unde
 from __future__ import annotations
 
 import math
-import re
 
 from .. import fp8
 from ..ir import Op
@@ -95,24 +94,15 @@ class _Operand:
         return f"(float){x}"
 
 
-def _has_scale(text: str, side: int) -> bool:
-    head = text.split("tt.dot_scaled", 1)[1].split(":", 1)[0]
-    if side == 0:
-        return re.match(r"\s*%[\w#]+\s+scale\s+%", head) is not None
-    return re.search(r",\s*%[\w#]+\s+scale\s+%", head) is not None
-
-
 @lowers("tt.dot_scaled")
 def dot_scaled(ctx: LoweringContext, op: Op):
-    text = op.text
-    m = re.search(r"lhs\s*=\s*(\w+)\s+rhs\s*=\s*(\w+)", text)
-    if m is None:
+    fa, fb = op.attrs.get("a_elem_type"), op.attrs.get("b_elem_type")
+    if fa is None or fb is None:
         ctx.error(op, "cannot read the operand formats of tt.dot_scaled")
-    fa, fb = m.group(1), m.group(2)
     for f in (fa, fb):
         if f not in ("e2m1", "e4m3", "e5m2", "bf16", "fp16"):
             ctx.error(op, f"dot_scaled operand format {f} is not supported by the Metal backend")
-    sa, sb = _has_scale(text, 0), _has_scale(text, 1)
+    sa, sb = op.attrs["lhs_scale"], op.attrs["rhs_scale"]
     ops_ = list(op.operands)
     if len(ops_) != 3 + sa + sb:
         ctx.error(op, f"tt.dot_scaled with {len(ops_)} operands (scales: lhs {sa}, rhs {sb})")
@@ -124,8 +114,8 @@ def dot_scaled(ctx: LoweringContext, op: Op):
     d = op.results[0]
     if not isinstance(d.type, TensorType) or len(d.type.shape) != 2:
         ctx.error(op, "tt.dot_scaled of rank-3 (batched) tensors is not supported by the Metal backend yet")
-    A = _Operand(ctx, op, a, fa, "lhs_k_pack = false" not in text, a_scale, 0)
-    B = _Operand(ctx, op, b, fb, "rhs_k_pack = false" not in text, b_scale, 1)
+    A = _Operand(ctx, op, a, fa, op.attrs.get("lhs_k_pack") is not False, a_scale, 0)
+    B = _Operand(ctx, op, b, fb, op.attrs.get("rhs_k_pack") is not False, b_scale, 1)
     M, N = d.type.shape
     K = A.K
     if B.K != K or A.shape[A.od] * A.pack_o != M or B.shape[B.od] * B.pack_o != N:

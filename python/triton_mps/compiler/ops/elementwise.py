@@ -7,8 +7,6 @@ that overflow wraps (signed overflow is undefined in C++, which the simulator co
 
 from __future__ import annotations
 
-import re
-
 from .. import fp8
 from ..ir import Op
 from ..lowering import LoweringContext, lowers
@@ -78,34 +76,6 @@ def _define_map(ctx, op, fn, hint=None):
 # ---------------------------------------------------------------------------------------------
 # constants
 
-_HEX = re.compile(r"^0x[0-9A-Fa-f]+$")
-
-
-def _parse_scalar_text(ctx, op, txt: str, t: ScalarType):
-    txt = txt.strip()
-    if txt in ("true", "false"):
-        return 1 if txt == "true" else 0
-    if t.is_float:
-        if _HEX.match(txt):
-            import struct
-
-            bits = int(txt, 16)
-            if t.name == "f32":
-                return struct.unpack("<f", struct.pack("<I", bits))[0]
-            if t.name == "f16":
-                import numpy as np
-
-                return float(np.array([bits], np.uint16).view(np.float16)[0])
-            if t.name == "bf16":
-                return struct.unpack("<f", struct.pack("<I", bits << 16))[0]
-            if t.is_fp8:
-                return fp8.decode(fp8.FORMATS[t.name], bits)
-            if t.name == "f64":
-                return struct.unpack("<d", struct.pack("<Q", bits))[0]
-        return float(txt)
-    return int(txt, 0)
-
-
 def _small_float_literal(ctx, value: float, t: ScalarType) -> str:
     """Literal for an f16/bf16 constant: the exact value as float, then converted."""
     import numpy as np
@@ -119,16 +89,11 @@ def _small_float_literal(ctx, value: float, t: ScalarType) -> str:
 def constant(ctx: LoweringContext, op: Op):
     res = op.results[0]
     t = _ety(res)
-    body = op.text.split("arith.constant", 1)[1]
-    body = body.rsplit(" : ", 1)[0].strip()
-    if body.startswith("dense<"):
-        inner = body[len("dense<"):-1].strip()
-        if inner.startswith("["):
-            ctx.error(op, "non-uniform dense tensor constants are not supported yet")
-        val = _parse_scalar_text(ctx, op, inner, t)
-    else:
-        val = _parse_scalar_text(ctx, op, body, t)
-    lit = ctx.literal(val, t)
+    if op.attrs.get("nonuniform"):
+        ctx.error(op, "non-uniform dense tensor constants are not supported yet")
+    if "value" not in op.attrs:
+        ctx.error(op, f"cannot read the value of {op.text!r}")
+    lit = ctx.literal(op.attrs["value"], t)
     if isinstance(res.type, TensorType):
         ctx.bind(res, lit)
     else:
@@ -270,12 +235,12 @@ def clampf(ctx, op):
         return float64.lower(ctx, op)
     x, lo, hi = op.operands
     t = _ety(op.results[0])
-    prop = (op.attr("propagateNan") or "").strip().lower()
+    prop = op.attrs.get("propagateNan", "")
 
     def reg(r):
         xf = _f(ctx, x, r)
         core = f"fmin(fmax({xf}, {_f(ctx, lo, r)}), {_f(ctx, hi, r)})"
-        if "all" in prop:
+        if prop == "all":
             core = f"({xf} != {xf} ? {xf} : {core})"
         return _back(ctx, t, core)
 
@@ -509,7 +474,7 @@ def _extern_expr(ctx, op, tpl: str, r: int) -> str:
 def extern_elementwise(ctx, op):
     if involves_f64(op):
         return float64.lower(ctx, op)
-    sym = (op.attr("symbol") or "").strip().strip('"')
+    sym = op.attrs.get("symbol", "")
     tpl = _EXTERN.get(sym)
     if tpl is None:
         hint = ""
@@ -674,11 +639,8 @@ _CMPF_NAMES = ["false", "oeq", "ogt", "oge", "olt", "ole", "one", "ord",
 
 
 def _predicate(op, names) -> int:
-    word = op.text.split(op.name, 1)[1].strip().split(",")[0].strip()
-    if word in names:
-        return names.index(word)
-    p = op.int_attr("predicate")
-    if p is None:
+    p = op.int_attr("predicate")  # arith's CmpIPredicate / CmpFPredicate: the index in `names`
+    if p is None or not 0 <= p < len(names):
         raise ValueError(f"cannot read predicate of {op.text!r}")
     return p
 
@@ -859,8 +821,7 @@ def float_casts(ctx, op):
     for t in (src, dst):
         if not isinstance(t, ScalarType) or not (t.name in ("f16", "bf16", "f32") or t.is_fp8):
             ctx.error(op, f"conversion involving {t} is not supported by the Metal backend (fp64)")
-    rounding = (op.attr("rounding") or "").lower()
-    mode = "rtz" if "rtz" in rounding else ""
+    mode = "rtz" if op.attrs.get("rounding") == "rtz" else ""
     _define_map(ctx, op, lambda r: _float_convert(ctx, src, dst, ctx.expr(a, r), mode), hint="cvt")
 
 

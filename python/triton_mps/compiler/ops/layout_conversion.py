@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from ..ir import Op, Value
 from ..lowering import STAGES_FROM_SOURCE, LoweringContext, lowers, scratch_limit
+from ..types import MSL_BYTES
 
 
 def row_major(shape, coord_exprs: list[str]) -> str:
@@ -222,16 +223,12 @@ def remap(ctx: LoweringContext, src: Value, dst: Value, project: Callable | None
                     read_static, read_mask)
 
 
-_SIZES = {"bool": 1, "char": 1, "uchar": 1, "short": 2, "ushort": 2, "half": 2, "bfloat": 2,
-          "int": 4, "uint": 4, "float": 4, "long": 8, "ulong": 8}
-
-
 def _size(msl_t: str) -> int:
     if is_pointer(msl_t):
         return 8
-    if msl_t not in _SIZES:
+    if msl_t not in MSL_BYTES:
         raise KeyError(f"no threadgroup-memory size for MSL type '{msl_t}'")
-    return _SIZES[msl_t]
+    return MSL_BYTES[msl_t]
 
 
 def staged_by_users(ctx: LoweringContext, v: Value) -> bool:

@@ -8,14 +8,9 @@ from ..ir import Module, Op
 from ..lowering import LoweringContext, lowers
 from ..types import PointerType, ScalarType, TensorType, elem_of
 
-_AXES = {"x": 0, "y": 1, "z": 2}
-
 
 def _axis(ctx: LoweringContext, op: Op) -> str:
     a = op.int_attr("axis")
-    if a is None:
-        word = op.text.split(op.name, 1)[1].split()[0]
-        a = _AXES.get(word)
     if a not in (0, 1, 2):
         ctx.error(op, f"program axis must be 0, 1 or 2, got {a}")
     return "xyz"[a]
@@ -69,10 +64,9 @@ def _vector_runs(ctx: LoweringContext, ptr, ety: ScalarType, regs: list[int]) ->
     contiguous and aligned (empty: every access stays scalar)."""
     if not isinstance(ptr.type, TensorType) or ety.bits % 8 or ety.bits > 64:
         return {}
-    ana = getattr(ctx, "_axis_analysis", None)
-    if ana is None:
-        ana = AxisAnalysis(ctx.func)
-        ctx._axis_analysis = ana
+    if ctx.axis_analysis is None:
+        ctx.axis_analysis = AxisAnalysis(ctx.func)
+    ana = ctx.axis_analysis
     return vector_runs(ctx.layout(ptr), ana.get(ptr), ety.bits // 8, regs)
 
 
@@ -474,7 +468,7 @@ def _atomic(ctx: LoweringContext, op: Op, make_call) -> None:
     # thread's later device accesses. Metal device atomics themselves are relaxed.
     # The barrier orders memory within this threadgroup only; other threadgroups (a lock, a
     # "last block" counter) need device-scope fences around the atomic: TMPS_DEVICE_FENCE.
-    sem = next((s for s in ("acq_rel", "release", "acquire", "relaxed") if f" {s}," in op.text), "acq_rel")
+    sem = op.attrs.get("sem", "acq_rel")
     release, acquire = sem in ("acq_rel", "release"), sem in ("acq_rel", "acquire")
     if release or acquire:
         e.helper(DEVICE_FENCE_KEY, DEVICE_FENCE_HELPER)
@@ -513,7 +507,7 @@ def _atomic(ctx: LoweringContext, op: Op, make_call) -> None:
 
 @lowers("tt.atomic_rmw")
 def atomic_rmw(ctx: LoweringContext, op: Op):
-    kind = op.text.split("tt.atomic_rmw", 1)[1].strip().split(",")[0].strip()
+    kind = op.attrs.get("atomic_rmw_op", "")
     if kind not in _RMW_KINDS:
         ctx.error(op, f"unknown atomic kind {kind!r}")
     ptr, val = op.operands[0], op.operands[1]
@@ -581,7 +575,7 @@ def atomic_poll(ctx: LoweringContext, op: Op):
     if not isinstance(ety, ScalarType) or ety.is_float or ety.bits not in (16, 32, 64):
         ctx.error(op, f"atomic_poll on {ety}: 16-, 32- and 64-bit integers are supported")
     fn = _poll_helper(ctx, ety)
-    acquire = " acquire," in op.text.split("tt.atomic_poll", 1)[1].split("%", 1)[0] + ","
+    acquire = op.attrs.get("sem") == "acquire"
     e = ctx.e
     if timeout is not None:
         polls = e.fresh("polls")

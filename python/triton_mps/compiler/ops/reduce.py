@@ -508,7 +508,7 @@ class _FloatSum:
 def scan_op(ctx: LoweringContext, op: Op):
     srcs, results = op.operands, op.results
     axis = op.int_attr("axis")
-    reverse = (op.attr("reverse") or "false").strip().startswith("true")
+    reverse = bool(op.attrs.get("reverse"))
     lay = _same_layouts(ctx, op, srcs)
     if axis is None or not 0 <= axis < lay.rank:
         ctx.error(op, f"bad scan axis {axis}")

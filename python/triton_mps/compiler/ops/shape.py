@@ -59,7 +59,7 @@ def reshape(ctx: LoweringContext, op: Op):
 @lowers("tt.trans")
 def trans(ctx: LoweringContext, op: Op):
     src, dst = op.operands[0], op.results[0]
-    order = op.array_attr("order")
+    order = op.attrs.get("order")
     if order is None:
         ctx.error(op, "cannot read the permutation of tt.trans")
     sshape = src.type.shape
