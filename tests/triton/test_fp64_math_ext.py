@@ -22,7 +22,7 @@ BLOCK = 128
 UNARY = ["tan", "tanh", "sinh", "cosh", "log10", "log1p", "expm1", "erfc", "cbrt", "asin", "acos", "atan", "asinh",
          "acosh", "atanh"]
 FUNCS = UNARY + ["pow", "atan2"]
-ULP = {name: 1.0 for name in FUNCS} | {"tan": 2.0}  # tan: a quotient of two rounded kernels
+ULP = {name: 1.0 for name in FUNCS}  # measured maxima are 0.5-0.72 (tools/fp64_accuracy.py)
 
 
 @triton.jit

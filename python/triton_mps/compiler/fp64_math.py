@@ -320,6 +320,16 @@ static inline ulong tmps_f64_ksin(ulong x, ulong y) {{
                                                           tmps_f64_mul(v, r))), y);
   return tmps_f64_sub(x, tmps_f64_sub(inner, tmps_f64_mul(v, {_lit(-1.0 / 6.0)})));
 }}
+static inline void tmps_f64_ksin_dd(ulong x, ulong y, thread ulong& h, thread ulong& l) {{
+  // ksin's value before its last rounding, as a double-double (tan's quotient)
+  ulong z = tmps_f64_mul(x, x), v = tmps_f64_mul(z, x);
+{_horner("z", _SIN, "r")}
+  ulong inner = tmps_f64_sub(tmps_f64_mul(z, tmps_f64_sub(tmps_f64_mul(y, 0x3fe0000000000000ul),
+                                                          tmps_f64_mul(v, r))), y);
+  ulong w = tmps_f64_mul(v, {_lit(-1.0 / 6.0)}), we = tmps_f64_fma(v, {_lit(-1.0 / 6.0)}, w ^ 0x8000000000000000ul);
+  tmps_dd_fast(x, tmps_f64_sub(w, inner), h, l);
+  l = tmps_f64_add(l, we);
+}}
 static inline ulong tmps_f64_kcos(ulong x, ulong y) {{
   // cos(x + y), |x + y| <= pi/4
   ulong z = tmps_f64_mul(x, x);
@@ -330,6 +340,17 @@ static inline ulong tmps_f64_kcos(ulong x, ulong y) {{
   ulong corr = tmps_f64_add(tmps_f64_sub(tmps_f64_sub(0x3ff0000000000000ul, w), hz),
                             tmps_f64_sub(tmps_f64_mul(z, r), tmps_f64_mul(x, y)));
   return tmps_f64_add(w, corr);
+}}
+static inline void tmps_f64_kcos_dd(ulong x, ulong y, thread ulong& h, thread ulong& l) {{
+  // kcos's value before its last rounding, as a double-double
+  ulong z = tmps_f64_mul(x, x);
+{_horner("z", _COS, "c")}
+  ulong r = tmps_f64_mul(z, c);
+  ulong hz = tmps_f64_mul(z, 0x3fe0000000000000ul);
+  ulong w = tmps_f64_sub(0x3ff0000000000000ul, hz);
+  ulong corr = tmps_f64_add(tmps_f64_sub(tmps_f64_sub(0x3ff0000000000000ul, w), hz),
+                            tmps_f64_sub(tmps_f64_mul(z, r), tmps_f64_mul(x, y)));
+  tmps_dd_fast(w, corr, h, l);
 }}
 static inline ulong tmps_f64_sincos(ulong x, bool want_cos) {{
   ulong ax = x & 0x7ffffffffffffffful;

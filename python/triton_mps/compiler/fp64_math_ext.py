@@ -17,8 +17,8 @@ rounding, so results are within 1 ulp (measured maxima in docs/supported-ops.md)
   atan2, asin = atan2(x, sqrt(1 - x^2)), acos = atan2(sqrt(1 - x^2), x) with the square
   root and the quotients in double-double; asinh, acosh, atanh are logarithms of double-double
   arguments (log(h + l) = log_dd(h) + l/h);
-- tan: the exact pi/2 reduction of sin/cos, then ksin/kcos (a quotient of two rounded kernels:
-  up to ~2 ulp);
+- tan: the exact pi/2 reduction of sin/cos, then the quotient of the ksin/kcos kernels taken
+  before their last rounding (double-doubles);
 - erfc: x < 4: 1 - erf (erf as a double-double, fp64_math.py); x >= 4: exp(-x^2) times the
   continued fraction 1/(x + (1/2)/(x + 1/(x + (3/2)/...))) / sqrt(pi) (inner terms in double,
   the outer three and the product in double-double), scaled once at the end;
@@ -205,10 +205,11 @@ static inline ulong tmps_f64_expm1(ulong x) {{
   return tmps_f64_add(h, l);
 }}
 static inline ulong tmps_f64_exp_big_half(ulong a) {{
-  // exp(a) / 2 for 40 < a (overflows to inf): exp(a/2) exp(a/2) / 2 beyond exp's range
-  if (tmps_f64_lt(a, {_lit(709.0)})) return tmps_f64_mul(tmps_f64_exp(a), 0x3fe0000000000000ul);
-  ulong w = tmps_f64_exp(tmps_f64_mul(a, 0x3fe0000000000000ul));
-  return tmps_f64_mul(tmps_f64_mul(w, 0x3fe0000000000000ul), w);
+  // exp(a) / 2 for 40 < a (inf beyond the range), one rounding
+  if (tmps_f64_lt({_lit(711.0)}, a)) return 0x7ff0000000000000ul;
+  ulong h, l;
+  int k = tmps_f64_exp_k(a, 0ul, h, l);
+  return tmps_f64_ldexp(tmps_f64_add(h, l), k - 1);
 }}
 static inline ulong tmps_f64_sinh(ulong x) {{
   if (tmps_f64_isnan(x)) return x | 0x0008000000000000ul;
@@ -426,16 +427,19 @@ static inline ulong tmps_f64_atanh(ulong x) {{
 """)
 
 # ---- tan ---------------------------------------------------------------------------------------
-_lib("tmps_f64_tan", ("tmps_f64_sincos", "tmps_f64_div"), f"""static inline ulong tmps_f64_tan(ulong x) {{
+_lib("tmps_f64_tan", ("tmps_f64_sincos", "tmps_f64_dd2"), f"""static inline ulong tmps_f64_tan(ulong x) {{
   ulong ax = x & 0x7ffffffffffffffful;
   if (ax >= 0x7ff0000000000000ul) return tmps_f64_isnan(x) ? x | 0x0008000000000000ul : 0x7ff8000000000000ul;
   if (ax < 0x3e40000000000000ul) return x;  // |x| < 2^-27
   ulong rh = ax, rl = 0ul;
   int n = 0;
   if (ax > {_lit(0.7853981633974483)}) n = tmps_f64_rem_pio2(ax, rh, rl);
-  ulong s = tmps_f64_ksin(rh, rl), c = tmps_f64_kcos(rh, rl);
-  ulong t = (n & 1) != 0 ? tmps_f64_div(c, s) ^ {NEG} : tmps_f64_div(s, c);
-  return t ^ (x & {NEG});
+  ulong sh, sl, ch, cl;
+  tmps_f64_ksin_dd(rh, rl, sh, sl);
+  tmps_f64_kcos_dd(rh, rl, ch, cl);
+  if ((n & 1) != 0) {{ tmps_dd_div(ch, cl, sh, sl, sh, sl); sh ^= {NEG}; sl ^= {NEG}; }}
+  else tmps_dd_div(sh, sl, ch, cl, sh, sl);
+  return tmps_f64_add(sh, sl) ^ (x & {NEG});
 }}
 """)
 

@@ -36,7 +36,7 @@ _UNARY = {"math.sqrt": "tmps_f64_sqrt", "tt.precise_sqrt": "tmps_f64_sqrt",
           "math.exp": "tmps_f64_exp", "math.exp2": "tmps_f64_exp2", "math.log": "tmps_f64_log",
           "math.log2": "tmps_f64_log2", "math.sin": "tmps_f64_sin", "math.cos": "tmps_f64_cos",
           "math.erf": "tmps_f64_erf", "math.rsqrt": "tmps_f64_rsqrt",
-          # within 1 ulp, tan within 2 (fp64_math_ext.py)
+          # within 1 ulp (fp64_math_ext.py)
           **{f"math.{f}": fn for f, fn in fp64_math_ext.FUNCS.items() if f not in ("pow", "atan2")}}
 _ROUND = {"math.trunc": 0, "math.floor": 1, "math.ceil": 2, "math.round": 3, "math.roundeven": 4}
 
