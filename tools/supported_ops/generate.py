@@ -25,6 +25,7 @@ ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
 COVERAGE = HERE / "coverage.json"
 DOC = ROOT / "docs" / "supported-ops.md"
+FP64_ACCURACY = HERE / "fp64_accuracy.json"
 DEFAULT_TESTS = ["tests/compiler", "tests/kernels", "tests/triton"]
 SHOWN = 3  # tests listed per op
 
@@ -71,7 +72,33 @@ def render(ops: dict[str, str], record: dict) -> str:
             else:
                 lines.append(f"| `{name}` | none recorded |")
         lines.append("")
-    return "\n".join(lines)
+    return "\n".join(lines + fp64_section())
+
+
+def fp64_section() -> list[str]:
+    """Accuracy of the software float64 math functions, from tools/fp64_accuracy.py --record."""
+    if not FP64_ACCURACY.exists():
+        return []
+    rec = json.loads(FP64_ACCURACY.read_text())
+    lines = [
+        "## float64 math functions (software)",
+        "",
+        "Metal has no `double`: float64 is IEEE binary64 computed with integer arithmetic",
+        "(`compiler/fp64.py`). + - * / sqrt fma and conversions are correctly rounded; exp, exp2, log,",
+        "log2, sin, cos, erf, rsqrt are within 1 ulp (`fp64_math.py`, `tests/triton/test_fp64_math.py`).",
+        "The functions below (`fp64_math_ext.py`; as `math.*` ops and as `tl.extra.libdevice` calls)",
+        "compute a double-double and round once. Largest error measured against mpmath (200 bits) by",
+        f"`{rec['command']}` on `{rec['device']}`: {rec['inputs_per_function']} inputs per function",
+        "(its interesting ranges, every magnitude, subnormals, specials; special values such as",
+        "signed zeros, infinities, NaN and C99 Annex F cases compared bit for bit with numpy).",
+        "`tests/triton/test_fp64_math_ext.py` checks the same bound (1 ulp) on 260 inputs per function.",
+        "",
+        "| function | max error (ulp) | at | inputs compared |",
+        "|---|---|---|---|",
+    ]
+    for name, r in rec["functions"].items():
+        lines.append(f"| `{name}` | {r['max_ulp']:.3f} | {r['at']} | {r['compared']} |")
+    return lines + [""]
 
 
 def load_coverage() -> dict:

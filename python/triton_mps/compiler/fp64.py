@@ -452,6 +452,11 @@ _OWNER = {
     "tmps_f64_round_int": "tmps_f64_rint",
     "tmps_f64_exp2": "tmps_f64_exp", "tmps_f64_log2": "tmps_f64_log",
     "tmps_f64_sin": "tmps_f64_sincos", "tmps_f64_cos": "tmps_f64_sincos",
+    # fp64_math_ext.py
+    "tmps_f64_tanh": "tmps_f64_expk", "tmps_f64_sinh": "tmps_f64_expk", "tmps_f64_cosh": "tmps_f64_expk",
+    "tmps_f64_expm1": "tmps_f64_expk", "tmps_f64_log10": "tmps_f64_log_dd", "tmps_f64_log1p": "tmps_f64_log_dd",
+    "tmps_f64_asin": "tmps_f64_atan", "tmps_f64_acos": "tmps_f64_atan", "tmps_f64_atan2": "tmps_f64_atan",
+    "tmps_f64_asinh": "tmps_f64_ahyp", "tmps_f64_acosh": "tmps_f64_ahyp", "tmps_f64_atanh": "tmps_f64_ahyp",
 }
 
 

@@ -320,6 +320,16 @@ static inline ulong tmps_f64_ksin(ulong x, ulong y) {{
                                                           tmps_f64_mul(v, r))), y);
   return tmps_f64_sub(x, tmps_f64_sub(inner, tmps_f64_mul(v, {_lit(-1.0 / 6.0)})));
 }}
+static inline void tmps_f64_ksin_dd(ulong x, ulong y, thread ulong& h, thread ulong& l) {{
+  // ksin's value before its last rounding, as a double-double (tan's quotient)
+  ulong z = tmps_f64_mul(x, x), v = tmps_f64_mul(z, x);
+{_horner("z", _SIN, "r")}
+  ulong inner = tmps_f64_sub(tmps_f64_mul(z, tmps_f64_sub(tmps_f64_mul(y, 0x3fe0000000000000ul),
+                                                          tmps_f64_mul(v, r))), y);
+  ulong w = tmps_f64_mul(v, {_lit(-1.0 / 6.0)}), we = tmps_f64_fma(v, {_lit(-1.0 / 6.0)}, w ^ 0x8000000000000000ul);
+  tmps_dd_fast(x, tmps_f64_sub(w, inner), h, l);
+  l = tmps_f64_add(l, we);
+}}
 static inline ulong tmps_f64_kcos(ulong x, ulong y) {{
   // cos(x + y), |x + y| <= pi/4
   ulong z = tmps_f64_mul(x, x);
@@ -330,6 +340,17 @@ static inline ulong tmps_f64_kcos(ulong x, ulong y) {{
   ulong corr = tmps_f64_add(tmps_f64_sub(tmps_f64_sub(0x3ff0000000000000ul, w), hz),
                             tmps_f64_sub(tmps_f64_mul(z, r), tmps_f64_mul(x, y)));
   return tmps_f64_add(w, corr);
+}}
+static inline void tmps_f64_kcos_dd(ulong x, ulong y, thread ulong& h, thread ulong& l) {{
+  // kcos's value before its last rounding, as a double-double
+  ulong z = tmps_f64_mul(x, x);
+{_horner("z", _COS, "c")}
+  ulong r = tmps_f64_mul(z, c);
+  ulong hz = tmps_f64_mul(z, 0x3fe0000000000000ul);
+  ulong w = tmps_f64_sub(0x3ff0000000000000ul, hz);
+  ulong corr = tmps_f64_add(tmps_f64_sub(tmps_f64_sub(0x3ff0000000000000ul, w), hz),
+                            tmps_f64_sub(tmps_f64_mul(z, r), tmps_f64_mul(x, y)));
+  tmps_dd_fast(w, corr, h, l);
 }}
 static inline ulong tmps_f64_sincos(ulong x, bool want_cos) {{
   ulong ax = x & 0x7ffffffffffffffful;
@@ -356,18 +377,14 @@ _erf_c = [_frac_to_dd(Fraction((-1) ** n) * _inv_fact(n) / (2 * n + 1)) for n in
 _erf_table = ",\n  ".join(f"0x{bits_of(h):016x}ul, 0x{bits_of(lo):016x}ul" for h, lo in _erf_c)
 _lib("tmps_f64_erf", ("tmps_f64_dd",), f"""constant ulong tmps_f64_erf_c[{2 * _ERF_TERMS}] = {{
   {_erf_table}}};
-static inline ulong tmps_f64_erf(ulong x) {{
-  // erf(x) = 2/sqrt(pi) x sum_n (-x^2)^n / (n! (2n+1)), Horner in double-double
-  if (tmps_f64_isnan(x)) return x | 0x0008000000000000ul;
-  ulong ax = x & 0x7ffffffffffffffful;
-  ulong sign = x & 0x8000000000000000ul;
-  if (tmps_f64_le({_lit(6.0)}, ax)) return sign | 0x3ff0000000000000ul;
-  if (ax < 0x3c80000000000000ul)  // |x| < 2^-55: x 2/sqrt(pi), one rounding
-    return tmps_f64_fma(x, {_lit(TSP_HI)}, tmps_f64_mul(x, {_lit(TSP_LO)}));
+static inline void tmps_f64_erf_dd(ulong ax, thread ulong& sh, thread ulong& sl) {{
+  // erf(ax) as a double-double, 2^-55 <= ax < 6:
+  // 2/sqrt(pi) ax sum_n (-ax^2)^n / (n! (2n+1)), Horner in double-double
   int terms = tmps_f64_lt(ax, 0x3ff0000000000000ul) ? 30 : (tmps_f64_lt(ax, {_lit(3.0)}) ? 75 : {_ERF_TERMS});
   // z = x^2 as a double-double
   ulong zh = tmps_f64_mul(ax, ax), zl = tmps_f64_fma(ax, ax, zh ^ 0x8000000000000000ul);
-  ulong sh = tmps_f64_erf_c[2 * (terms - 1)], sl = tmps_f64_erf_c[2 * (terms - 1) + 1];
+  sh = tmps_f64_erf_c[2 * (terms - 1)];
+  sl = tmps_f64_erf_c[2 * (terms - 1) + 1];
   for (int n = terms - 2; n >= 0; --n) {{
     ulong ph, pl;
     tmps_dd_mul(sh, sl, zh, zl, ph, pl);
@@ -376,6 +393,16 @@ static inline ulong tmps_f64_erf(ulong x) {{
   ulong th, tl;
   tmps_dd_mul(sh, sl, ax, 0ul, th, tl);
   tmps_dd_mul(th, tl, {_lit(TSP_HI)}, {_lit(TSP_LO)}, sh, sl);
+}}
+static inline ulong tmps_f64_erf(ulong x) {{
+  if (tmps_f64_isnan(x)) return x | 0x0008000000000000ul;
+  ulong ax = x & 0x7ffffffffffffffful;
+  ulong sign = x & 0x8000000000000000ul;
+  if (tmps_f64_le({_lit(6.0)}, ax)) return sign | 0x3ff0000000000000ul;
+  if (ax < 0x3c80000000000000ul)  // |x| < 2^-55: x 2/sqrt(pi), one rounding
+    return tmps_f64_fma(x, {_lit(TSP_HI)}, tmps_f64_mul(x, {_lit(TSP_LO)}));
+  ulong sh, sl;
+  tmps_f64_erf_dd(ax, sh, sl);
   return sign | tmps_f64_add(sh, sl);
 }}
 """)

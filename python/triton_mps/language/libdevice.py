@@ -39,7 +39,11 @@ def _call(name: str, args, table: dict, _semantic, to_bool: bool = False):
 _F64 = {"tmps_floor", "tmps_ceil", "tmps_trunc", "tmps_round", "tmps_rint", "tmps_fabs", "tmps_exp", "tmps_exp2",
         "tmps_log", "tmps_log2", "tmps_sqrt", "tmps_rsqrt", "tmps_rcp", "tmps_sin", "tmps_cos", "tmps_erf",
         "tmps_fmod", "tmps_fmin", "tmps_fmax", "tmps_copysign", "tmps_div_rn", "tmps_add", "tmps_sub", "tmps_mul",
-        "tmps_fma", "tmps_isnan", "tmps_isinf", "tmps_isfinite", "tmps_signbit"}
+        "tmps_fma", "tmps_isnan", "tmps_isinf", "tmps_isfinite", "tmps_signbit",
+        # fp64_math_ext.py
+        "tmps_tan", "tmps_tanh", "tmps_sinh", "tmps_cosh", "tmps_pow", "tmps_log10", "tmps_log1p", "tmps_expm1",
+        "tmps_erfc", "tmps_cbrt", "tmps_asin", "tmps_acos", "tmps_atan", "tmps_atan2", "tmps_asinh",
+        "tmps_acosh", "tmps_atanh"}
 
 
 def _same(sym: str, arity: int, types=_F) -> dict:

@@ -4,7 +4,7 @@ library of compiler/fp64.py (values are `ulong` bits). elementwise.py hands an o
 
 from __future__ import annotations
 
-from .. import fp64, fp64_math  # noqa: F401  (fp64_math adds the math functions to fp64.LIB)
+from .. import fp64, fp64_math, fp64_math_ext  # noqa: F401  (they add the math functions to fp64.LIB)
 from ..ir import Op
 from ..lowering import LoweringContext
 from ..types import ScalarType, elem_of
@@ -29,12 +29,15 @@ def _args(ctx, op, r) -> list[str]:
 _BINARY = {"arith.addf": "tmps_f64_add", "arith.subf": "tmps_f64_sub", "arith.mulf": "tmps_f64_mul",
            "arith.divf": "tmps_f64_div", "tt.precise_divf": "tmps_f64_div",
            "arith.maximumf": "tmps_f64_maximum", "arith.minimumf": "tmps_f64_minimum",
-           "arith.maxnumf": "tmps_f64_maxnum", "arith.minnumf": "tmps_f64_minnum", "arith.remf": "tmps_f64_fmod"}
+           "arith.maxnumf": "tmps_f64_maxnum", "arith.minnumf": "tmps_f64_minnum", "arith.remf": "tmps_f64_fmod",
+           "math.powf": "tmps_f64_pow", "math.atan2": "tmps_f64_atan2"}
 _UNARY = {"math.sqrt": "tmps_f64_sqrt", "tt.precise_sqrt": "tmps_f64_sqrt",
           # within 1 ulp (fp64_math.py)
           "math.exp": "tmps_f64_exp", "math.exp2": "tmps_f64_exp2", "math.log": "tmps_f64_log",
           "math.log2": "tmps_f64_log2", "math.sin": "tmps_f64_sin", "math.cos": "tmps_f64_cos",
-          "math.erf": "tmps_f64_erf", "math.rsqrt": "tmps_f64_rsqrt"}
+          "math.erf": "tmps_f64_erf", "math.rsqrt": "tmps_f64_rsqrt",
+          # within 1 ulp (fp64_math_ext.py)
+          **{f"math.{f}": fn for f, fn in fp64_math_ext.FUNCS.items() if f not in ("pow", "atan2")}}
 _ROUND = {"math.trunc": 0, "math.floor": 1, "math.ceil": 2, "math.round": 3, "math.roundeven": 4}
 
 
@@ -190,6 +193,7 @@ _EXTERN_CALLS = {
     "tmps_rsqrt": "tmps_f64_rsqrt", "tmps_fmod": "tmps_f64_fmod", "tmps_fmin": "tmps_f64_minnum",
     "tmps_fmax": "tmps_f64_maxnum", "tmps_div_rn": "tmps_f64_div", "tmps_add": "tmps_f64_add",
     "tmps_sub": "tmps_f64_sub", "tmps_mul": "tmps_f64_mul", "tmps_fma": "tmps_f64_fma",
+    **{f"tmps_{f}": fn for f, fn in fp64_math_ext.FUNCS.items()},
 }
 _EXTERN_ROUND = {"tmps_trunc": 0, "tmps_floor": 1, "tmps_ceil": 2, "tmps_round": 3, "tmps_rint": 4}
 
