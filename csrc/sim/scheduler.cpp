@@ -2,9 +2,9 @@
 //
 // Aborting a dispatch from kernel code: kernel frames have no destructors, and C++
 // exceptions must never unwind through fibers or kernel frames. So fail() from a fiber
-// switches back to the worker for good, and fail() outside fibers (and fault signals) use
-// siglongjmp back to the worker's entry. _FORTIFY_SOURCE's longjmp check rejects jumps
-// between stacks, which we do on purpose.
+// switches back to the worker for good, and fail() outside fibers (and fault signals,
+// faults.h) use siglongjmp back to the worker's entry. _FORTIFY_SOURCE's longjmp check rejects
+// jumps between stacks, which we do on purpose.
 #undef _FORTIFY_SOURCE
 
 #include "scheduler.h"
@@ -27,6 +27,7 @@
 #include <thread>
 
 #include "../errors.h"
+#include "faults.h"
 #include "fiber.h"
 #include "signals.h"
 
@@ -185,10 +186,7 @@ struct Worker {
   void* sched_sp = nullptr;
   uintptr_t stack_top = 0;  // loop mode: kernel frames lie below this address of worker_main
 
-  sigjmp_buf jmp;
-  volatile sig_atomic_t in_kernel = 0;
-  volatile int fault_sig = 0;
-  void* volatile fault_addr = nullptr;
+  FaultTrap trap;  // where kernel code is left on a fault or an abort (faults.h)
 
   bool aborting = false;
   ErrorKind abort_kind = ErrorKind::Dispatch;
@@ -224,7 +222,7 @@ std::string thread_desc(const Worker& w) {
     fiber_switch(&w->lanes[w->current].sp, w->sched_sp);
     __builtin_trap();  // an aborted fiber is never resumed
   }
-  siglongjmp(w->jmp, 1);
+  siglongjmp(w->trap.jmp, 1);
 }
 
 void set_abort(Worker* w, ErrorKind kind, const std::string& message) noexcept {
@@ -543,36 +541,6 @@ const tmps_sim_runtime kRuntime = {
     rt_threadgroup_static, rt_fail, rt_current_thread, rt_check_access, rt_atomic_access,
 };
 
-// ---- fault signals ---------------------------------------------------------------------------
-
-// SIGSEGV/SIGBUS/SIGFPE while a dispatch runs (signals.h): from kernel code, leave it for the
-// worker's sigsetjmp; otherwise return so the previous handler runs.
-void on_fault(int sig, void* addr) {
-  Worker* w = tls_worker;
-  if (w && w->in_kernel) {
-    w->in_kernel = 0;
-    w->fault_sig = sig;
-    w->fault_addr = addr;
-    siglongjmp(w->jmp, 2);
-  }
-}
-
-std::string fault_message(const Worker& w) {
-  const void* addr = w.fault_addr;
-  char hex[32];
-  std::snprintf(hex, sizeof hex, "%p", addr);
-  std::string where = "kernel '" + kname(w.d->kernel) + "' (" + thread_desc(w) + ")";
-  if (w.fault_sig == SIGFPE) return "arithmetic fault (integer division by zero?) in " + where;
-  if (w.fiber_mode) {
-    for (const auto& s : w.stacks)
-      if (s->in_guard(addr))
-        return "stack overflow in " + where + ": the simulator's fiber stacks hold " +
-               std::to_string(w.stack_bytes / 1024) + " KiB (set TRITON_MPS_SIM_STACK_KB to raise it)";
-  }
-  return std::string("invalid memory access at ") + hex + " in " + where +
-         " - out-of-bounds device/threadgroup access?";
-}
-
 // ---- running threadgroups ----------------------------------------------------------------------
 
 // Entry of every GPU-thread fiber. The worker sets `current` before the first switch in.
@@ -644,7 +612,7 @@ void run_group_loop(Worker& w) {
   tmps_sim_thread& t = w.single;
   w.cur_thread = &t;
   uint32_t idx = 0;
-  w.in_kernel = 1;
+  w.trap.in_kernel = 1;
   for (uint32_t z = 0; z < tpg[2]; ++z)
     for (uint32_t y = 0; y < tpg[1]; ++y)
       for (uint32_t x = 0; x < tpg[0]; ++x, ++idx) {
@@ -661,7 +629,7 @@ void run_group_loop(Worker& w) {
         w.current = idx;
         entry(&w.args, &t);
       }
-  w.in_kernel = 0;
+  w.trap.in_kernel = 0;
 }
 
 // Complete every SIMD-group collective that can: no lane of the group is runnable (true
@@ -771,9 +739,9 @@ void run_group_fibers(Worker& w) {
   auto resume = [&w](uint32_t i) {
     w.current = i;
     w.cur_thread = &w.threads[i];
-    w.in_kernel = 1;
+    w.trap.in_kernel = 1;
     fiber_switch(&w.sched_sp, w.lanes[i].sp);
-    w.in_kernel = 0;
+    w.trap.in_kernel = 0;
   };
   for (;;) {
     if (interleave) {  // a random runnable lane at a time, until none is runnable
@@ -853,7 +821,7 @@ void prepare_worker(Worker& w, DispatchState& d) {
   w.fiber_mode = d.kernel->needs_fibers != 0 || (d.checks & TMPS_CHECK_INTERLEAVE) != 0;
   if ((d.checks & TMPS_CHECK_RACE) && w.shadow.empty()) w.shadow.resize(kMaxThreadgroupMemory);
   w.aborting = false;
-  w.fault_sig = 0;
+  w.trap.sig = 0;
   w.args.buffers = d.spec->buffers.data();
   w.args.buffer_sizes = d.spec->buffer_sizes.data();
   w.args.threadgroup_buffers = w.tg_buffers.data();
@@ -870,10 +838,12 @@ void prepare_worker(Worker& w, DispatchState& d) {
 // Runs threadgroups until none is left or the dispatch stops. Holds no objects with
 // destructors: siglongjmp lands here from kernel code.
 void run_groups(Worker& w, DispatchState& d) {
-  if (sigsetjmp(w.jmp, 1) != 0) {
-    w.in_kernel = 0;
-    if (w.fault_sig != 0)
-      d.report(w.group, ErrorKind::Dispatch, fault_message(w));
+  if (sigsetjmp(w.trap.jmp, 1) != 0) {
+    w.trap.in_kernel = 0;
+    if (w.trap.sig != 0)
+      d.report(w.group, ErrorKind::Dispatch,
+               fault_message(w.trap, "kernel '" + kname(d.kernel) + "' (" + thread_desc(w) + ")",
+                             w.fiber_mode ? &w.stacks : nullptr, w.stack_bytes));
     else
       d.report(w.group, w.abort_kind, w.abort_message);
     return;
@@ -903,6 +873,7 @@ void run_groups(Worker& w, DispatchState& d) {
 void worker_main(Worker& w, DispatchState& d) {
   Worker* prev = tls_worker;
   tls_worker = &w;
+  ThreadFaultTrap trap(w.trap);
   w.stack_top = reinterpret_cast<uintptr_t>(__builtin_frame_address(0));
   try {
     prepare_worker(w, d);
