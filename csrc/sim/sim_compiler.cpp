@@ -1,16 +1,10 @@
-// The simulator's C++ toolchain: finding a clang, running it as a child process (argv passed
-// directly, no shell), and building kernel shared objects atomically.
+// The simulator's compiler driver: builds kernel shared objects atomically (and the strict
+// Metal check) with the toolchain that toolchain.h finds and runs.
 #include "sim_compiler.h"
 
 #include <dirent.h>
-#include <fcntl.h>
 #include <signal.h>
-#include <spawn.h>
-#ifdef __linux__
-#include <sys/prctl.h>
-#endif
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -35,266 +29,15 @@
 #include "../sha256.h"
 #include "host_imports.h"
 
-#ifdef __APPLE__
-#include <crt_externs.h>
-static char** process_environ() { return *_NSGetEnviron(); }
-#else
-extern char** environ;
-static char** process_environ() { return environ; }
-#endif
-
 namespace tmps::sim {
 namespace {
-
-struct RunResult {
-  int status = -1;     // exit code; -1 if it did not exit normally
-  std::string output;  // stdout and stderr, interleaved
-};
 
 std::string env(const char* name) {
   const char* v = std::getenv(name);
   return v ? std::string(v) : std::string();
 }
 
-bool is_executable(const std::string& path);
-std::string which(const std::string& name);
-
-// Runs argv[0] (searched on PATH) with `extra_env` added to our environment; collects output.
-// On Linux the child is killed if this thread dies (PR_SET_PDEATHSIG), so a killed Python
-// process leaves no compiler running on. A child stopped by SIGINT (Ctrl-C reaches the whole
-// process group) throws Interrupted.
-RunResult run(const std::vector<std::string>& argv, const std::vector<std::string>& extra_env = {},
-              const std::string& cwd = {}) {
-  int fds[2];
-#ifdef __APPLE__
-  if (pipe(fds) != 0) throw Unavailable(std::string("simulator compiler: pipe() failed: ") + std::strerror(errno));
-  fcntl(fds[0], F_SETFD, FD_CLOEXEC);
-  fcntl(fds[1], F_SETFD, FD_CLOEXEC);
-#else
-  if (pipe2(fds, O_CLOEXEC) != 0) throw Unavailable(std::string("simulator compiler: pipe() failed: ") + std::strerror(errno));
-#endif
-  std::vector<char*> args;
-  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-
-  std::vector<std::string> env_store;
-  for (char** e = process_environ(); e && *e; ++e) env_store.emplace_back(*e);
-  for (const std::string& e : extra_env) env_store.push_back(e);
-  std::vector<char*> envp;
-  for (std::string& e : env_store) envp.push_back(e.data());
-  envp.push_back(nullptr);
-
-  RunResult r;
-  pid_t pid = 0;
-#ifdef __linux__
-  // fork + exec rather than posix_spawn: the child must set its parent-death signal. Between
-  // fork and exec it calls only async-signal-safe functions.
-  const std::string exe = which(argv[0]);
-  if (exe.empty()) {
-    close(fds[0]);
-    close(fds[1]);
-    r.output = "cannot run " + argv[0] + ": not found";
-    return r;
-  }
-  const pid_t parent = getpid();
-  pid = fork();
-  if (pid == 0) {
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (getppid() != parent) _exit(127);  // the parent died before prctl
-    int devnull = open("/dev/null", O_RDONLY);
-    if (devnull >= 0) dup2(devnull, 0);
-    dup2(fds[1], 1);
-    dup2(fds[1], 2);
-    if (!cwd.empty() && chdir(cwd.c_str()) != 0) _exit(126);
-    execve(exe.c_str(), args.data(), envp.data());
-    _exit(127);
-  }
-  const int rc = pid < 0 ? errno : 0;
-#else
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_adddup2(&actions, fds[1], 1);  // dup2 clears close-on-exec
-  posix_spawn_file_actions_adddup2(&actions, fds[1], 2);
-  if (!cwd.empty()) posix_spawn_file_actions_addchdir_np(&actions, cwd.c_str());
-  const int rc = posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), envp.data());
-  posix_spawn_file_actions_destroy(&actions);
-#endif
-  close(fds[1]);
-  if (rc != 0) {
-    close(fds[0]);
-    r.output = "cannot run " + argv[0] + ": " + std::strerror(rc);
-    return r;
-  }
-  char buf[4096];
-  for (;;) {
-    ssize_t k = read(fds[0], buf, sizeof buf);
-    if (k > 0) { r.output.append(buf, size_t(k)); continue; }
-    if (k < 0 && errno == EINTR) continue;
-    break;
-  }
-  close(fds[0]);
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  if (WIFSIGNALED(status) && WTERMSIG(status) == SIGINT)
-    throw Interrupted("the simulator's compiler (" + argv[0] + ") was interrupted (Ctrl-C)");
-  r.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
-
-bool is_executable(const std::string& path) { return !path.empty() && access(path.c_str(), X_OK) == 0; }
-
-std::string which(const std::string& name) {
-  if (name.find('/') != std::string::npos) return is_executable(name) ? name : "";
-  std::string path = env("PATH");
-  size_t b = 0;
-  while (b <= path.size()) {
-    size_t e = path.find(':', b);
-    if (e == std::string::npos) e = path.size();
-    std::string dir = path.substr(b, e - b);
-    if (!dir.empty() && is_executable(dir + "/" + name)) return dir + "/" + name;
-    b = e + 1;
-  }
-  return "";
-}
-
-std::string first_line(const std::string& s) {
-  std::string l = s.substr(0, s.find('\n'));
-  while (!l.empty() && (l.back() == '\r' || l.back() == ' ')) l.pop_back();
-  return l;
-}
-
-// "clang version 22.1.8 (...)" → "22.1.8"; also "Apple clang version 16.0.0".
-std::string clang_version(const std::string& text) {
-  size_t at = text.find("clang version ");
-  if (at == std::string::npos) return "";
-  at += 14;
-  size_t e = at;
-  while (e < text.size() && (std::isdigit((unsigned char)text[e]) || text[e] == '.')) ++e;
-  return text.substr(at, e - at);
-}
-
-bool is_zig(const Toolchain& t) {
-  const std::string& exe = t.cxx.empty() ? std::string() : t.cxx[0];
-  std::string base = exe.substr(exe.find_last_of('/') == std::string::npos ? 0 : exe.find_last_of('/') + 1);
-  return base == "zig" || base == "zig.exe";
-}
-
-// Probing zig costs two child processes (~40 ms), paid by every new process before its first
-// cache lookup; remember the answer on disk, keyed by the binary's path, size and mtime.
-std::string probe_memo_path(const std::string& exe) {
-  struct stat st;
-  if (stat(exe.c_str(), &st) != 0) return {};
-  std::string key = exe + "|" + std::to_string(static_cast<long long>(st.st_size)) + "|" +
-                    std::to_string(static_cast<long long>(st.st_mtime));
-  try {
-    std::string dir = cache_dir() + "/toolchain";
-    mkdir(dir.c_str(), 0755);
-    return dir + "/" + sha256_hex(key) + ".txt";
-  } catch (const Error&) {
-    return {};
-  }
-}
-
-std::optional<Toolchain> zig_toolchain(const std::string& zig) {
-  if (!is_executable(zig)) return std::nullopt;
-  std::string memo = probe_memo_path(zig);
-  std::string zv, cv;
-  if (!memo.empty()) {
-    std::ifstream in(memo);
-    std::getline(in, zv);
-    std::getline(in, cv);
-    if (!in) zv.clear();
-  }
-  if (zv.empty() || cv.empty()) {
-    RunResult v = run({zig, "version"});
-    RunResult cc = run({zig, "cc", "--version"});
-    if (v.status != 0 || cc.status != 0) return std::nullopt;
-    zv = first_line(v.output);
-    cv = clang_version(cc.output);
-    if (!memo.empty() && !zv.empty() && !cv.empty()) {
-      std::string tmp = memo + ".tmp" + std::to_string(getpid());
-      {
-        std::ofstream out(tmp);
-        out << zv << "\n" << cv << "\n";
-      }
-      std::rename(tmp.c_str(), memo.c_str());  // atomic: readers see the old file or the whole new one
-    }
-  }
-  Toolchain t;
-  t.cxx = {zig, "c++"};
-#ifndef __APPLE__
-  t.cc = {zig, "clang"};
-  t.ld = {zig, "ld.lld"};
-#endif
-  t.description = "zig " + zv + " (clang " + cv + ")";
-  t.version = "zig-" + zv + "-clang-" + cv;
-  return t;
-}
-
-// A system clang++: needs clang >= 17 for __bf16 (Apple clang 16 is LLVM 17).
-std::optional<Toolchain> clang_toolchain(const std::string& clang) {
-  RunResult r = run({clang, "--version"});
-  if (r.status != 0) return std::nullopt;
-  std::string v = clang_version(r.output);
-  int major = std::atoi(v.c_str());
-  bool apple = r.output.find("Apple clang") != std::string::npos;
-  if (major < (apple ? 16 : 17)) return std::nullopt;
-  Toolchain t;
-  t.cxx = {clang};
-  t.description = first_line(r.output);
-  t.version = (apple ? "apple-clang-" : "clang-") + v;
-  return t;
-}
-
-// A `ziglang` wheel in the active virtual environment (pip install ziglang) when zig is not on
-// PATH: python's scripts do not put the binary there.
-std::string venv_zig() {
-  std::string venv = env("VIRTUAL_ENV");
-  if (venv.empty()) return "";
-  std::string lib = venv + "/lib";
-  for (int minor = 20; minor >= 8; --minor) {
-    std::string p = lib + "/python3." + std::to_string(minor) + "/site-packages/ziglang/zig";
-    if (is_executable(p)) return p;
-  }
-  return "";
-}
-
-Toolchain discover() {
-  std::string custom = env("TRITON_MPS_SIM_CXX");
-  if (!custom.empty()) {
-    Toolchain t;
-    std::istringstream words(custom);
-    for (std::string w; words >> w;) t.cxx.push_back(w);
-    if (t.cxx.empty() || which(t.cxx[0]).empty()) throw Unavailable("TRITON_MPS_SIM_CXX='" + custom + "': compiler not found");
-    std::vector<std::string> ver = t.cxx;
-    ver.push_back("--version");
-    RunResult r = run(ver);
-    if (r.status != 0) throw Unavailable("TRITON_MPS_SIM_CXX='" + custom + "': `--version` failed: " + first_line(r.output));
-    t.description = "custom: " + first_line(r.output);
-    t.version = "custom-" + custom + "-" + first_line(r.output);
-    return t;
-  }
-  std::string zig = env("TRITON_MPS_ZIG");
-  if (!zig.empty()) {
-    if (auto t = zig_toolchain(zig)) return *t;
-    throw Unavailable("TRITON_MPS_ZIG='" + zig + "' is not a working zig executable");
-  }
-  if (auto t = zig_toolchain(which("zig"))) return *t;
-  for (const char* name : {"clang++", "clang++-22", "clang++-21", "clang++-20", "clang++-19", "clang++-18", "clang++-17"}) {
-    std::string path = which(name);
-    if (path.empty()) continue;
-    if (auto t = clang_toolchain(path)) return *t;
-  }
-  if (auto t = zig_toolchain(venv_zig())) return *t;
-  throw Unavailable(
-      "the triton-mps simulator needs a C++ compiler for kernels: `pip install ziglang` (and set TRITON_MPS_ZIG to "
-      "its zig binary if it is not found), or put clang++ >= 17 on PATH, or set TRITON_MPS_SIM_CXX");
-}
-
-std::mutex g_mu;
-std::optional<Toolchain> g_toolchain;
+std::mutex g_mu;  // g_shim_dir
 std::string g_shim_dir;
 
 bool file_exists(const std::string& p) {
@@ -467,18 +210,6 @@ std::string diagnostics(const RunResult& r) {
 
 }  // namespace
 
-std::string run_capture(const std::vector<std::string>& argv, int& status) {
-  RunResult r = run(argv);
-  status = r.status;
-  return r.output;
-}
-
-const Toolchain& find_toolchain() {
-  std::lock_guard<std::mutex> lock(g_mu);
-  if (!g_toolchain) g_toolchain = discover();  // a failure is not cached: the user may install one
-  return *g_toolchain;
-}
-
 void set_shim_dir(const std::string& dir) {
   std::lock_guard<std::mutex> lock(g_mu);
   g_shim_dir = dir;
@@ -580,7 +311,7 @@ void support_flags(std::vector<std::string>& argv, const CompileOptions& options
 
 void compile_in(const std::string& work, const std::vector<std::string>& argv, const Toolchain& tc, const std::string& what,
                 const std::string& output) {
-  RunResult r = run(argv, compiler_env(tc), work);
+  RunResult r = run_process(argv, compiler_env(tc), work);
   if (r.status != 0 || !file_exists(work + "/" + output))
     throw CompileError("simulator: compiling " + what + " failed:\n" + diagnostics(r));
 }
@@ -653,10 +384,10 @@ RunResult run_with_pch(const Toolchain& tc, std::vector<std::string> argv, size_
   if (!pch.empty()) {
     std::vector<std::string> with = argv;
     with.insert(with.begin() + flags_begin, {"-include-pch", pch});
-    RunResult r = run(with, compiler_env(tc), cwd);
+    RunResult r = run_process(with, compiler_env(tc), cwd);
     if (r.status == 0 || r.output.find("precompiled header") == std::string::npos) return r;
   }
-  return run(argv, compiler_env(tc), cwd);
+  return run_process(argv, compiler_env(tc), cwd);
 }
 }  // namespace
 
@@ -788,7 +519,7 @@ void compile_shared_object(const std::string& cpp, const std::string& out_path, 
       for (const std::string& f : link_flags(options)) link.push_back(f);
       for (const std::string& a : {std::string("kernel.o"), support, std::string("-o"), std::string("kernel.so")})
         link.push_back(a);
-      r = run(link, compiler_env(tc), work);
+      r = run_process(link, compiler_env(tc), work);
     }
   } else {
     std::vector<std::string> argv = tc.cxx;
@@ -797,7 +528,7 @@ void compile_shared_object(const std::string& cpp, const std::string& out_path, 
     for (const std::string& a : {std::string("kernel.cpp"), std::string("-x"), std::string("none"), support,
                                  std::string("-o"), std::string("kernel.so")})
       argv.push_back(a);
-    r = run(argv, compiler_env(tc), work);
+    r = run_process(argv, compiler_env(tc), work);
   }
   if (r.status != 0 || !file_exists(so)) {
     std::string what = options.label.empty() ? std::string() : " for '" + options.label + "'";
@@ -842,7 +573,7 @@ void strict_check(const std::string& cpp, const CompileOptions& options) {
     r = run_with_pch(tc, argv, flags_begin, argv.size(), dir, {}, {src});
   } else {
     argv.push_back(src);
-    r = run(argv, compiler_env(tc));
+    r = run_process(argv, compiler_env(tc));
   }
   if (r.status != 0) {
     std::string what = options.label.empty() ? std::string() : " ('" + options.label + "')";
