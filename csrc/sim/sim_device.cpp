@@ -10,16 +10,14 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <mutex>
-#include <random>
-#include <sstream>
 
 #include "../msl_frontend.h"
 #include "../pipeline_cache.h"
 #include "../sha256.h"
 #include "memcheck.h"
+#include "object_cache.h"
 #include "sim_compiler.h"
 
 namespace fs = std::filesystem;
@@ -149,52 +147,6 @@ std::shared_ptr<KernelLibrary> open_library(const std::string& path, const std::
   lib->count = *count;
   g_libs[path] = lib;
   return lib;
-}
-
-// ---- the on-disk cache -----------------------------------------------------------------------
-
-std::string meta_path(const std::string& so) { return so + ".meta"; }
-
-std::string meta_text(const std::string& so) {
-  return std::string("tmps-sim-meta-v1\nsize ") + std::to_string(fs::file_size(so)) + "\nsha256 " +
-         sha256_file_hex(so) + "\n";
-}
-
-enum class EntryState { Missing, Valid, Invalid };
-
-// Whether `so` exists and matches its sidecar (size and SHA-256): catches truncated or
-// corrupted entries before dlopen sees them. A library without its sidecar is Missing, not
-// Invalid: another process may be between writing the two.
-EntryState verify_entry(const std::string& so, std::string& why) {
-  std::error_code ec;
-  if (!fs::is_regular_file(so, ec) || !fs::is_regular_file(meta_path(so), ec)) return EntryState::Missing;
-  std::ifstream in(meta_path(so), std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  try {
-    if (ss.str() == meta_text(so)) return EntryState::Valid;
-    why = "its size or SHA-256 does not match its .meta file (truncated or corrupted)";
-  } catch (const std::exception& e) {
-    why = e.what();
-  }
-  return EntryState::Invalid;
-}
-
-// Write the sidecar atomically (temp file + rename) so readers never see half of it.
-void write_meta(const std::string& so) {
-  std::random_device rd;
-  const std::string tmp = meta_path(so) + ".tmp." + std::to_string(getpid()) + "." + std::to_string(rd());
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out << meta_text(so);
-    if (!out) throw Error("simulator: cannot write cache entry " + tmp);
-  }
-  std::error_code ec;
-  fs::rename(tmp, meta_path(so), ec);
-  if (ec) {
-    fs::remove(tmp, ec);
-    throw Error("simulator: cannot write cache entry " + meta_path(so) + ": " + ec.message());
-  }
 }
 
 // ---- pipelines -----------------------------------------------------------------------------
