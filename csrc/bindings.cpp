@@ -20,7 +20,7 @@
 #include "metal_emu/emu_hooks.h"
 #endif
 #include "device.h"
-#include "launcher.h"
+#include "stream.h"
 #include "pipeline_cache.h"
 #include "pool.h"
 #include "py_context.h"

@@ -29,7 +29,7 @@
 #include <vector>
 
 #include "device.h"
-#include "launcher.h"
+#include "stream.h"
 
 namespace tmps {
 

@@ -11,7 +11,7 @@
 
 #include "device.h"
 #include "foreign_stream.h"
-#include "launcher.h"
+#include "stream.h"
 #include "memory_pressure.h"
 #include "pipeline_cache.h"
 #include "pool.h"

@@ -1,4 +1,4 @@
-"""Builds the C++ gtest suite (pool, pipeline cache, launcher, frontend, simulator) and runs it
+"""Builds the C++ gtest suite (pool, pipeline cache, stream, MSL scanner, simulator) and runs it
 through ctest, so `pytest` alone runs every test."""
 
 from __future__ import annotations

@@ -17,7 +17,7 @@
 #include <type_traits>
 #include <utility>
 
-#include "msl_frontend.h"
+#include "msl_scanner.h"
 #include "pipeline_cache.h"
 
 namespace tmps {

@@ -21,7 +21,7 @@
 #include "device.h"
 #include "metal_emu/blocks.h"
 #include "metal_emu/foundation.h"
-#include "msl_frontend.h"
+#include "msl_scanner.h"
 #include "sha256.h"
 
 namespace tmps::emu {

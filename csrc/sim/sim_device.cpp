@@ -13,7 +13,7 @@
 #include <map>
 #include <mutex>
 
-#include "../msl_frontend.h"
+#include "../msl_scanner.h"
 #include "../pipeline_cache.h"
 #include "../sha256.h"
 #include "memcheck.h"

@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "device.h"
-#include "launcher.h"
+#include "stream.h"
 
 namespace tmps_test {
 

@@ -10,7 +10,7 @@
 
 #include "device.h"
 #include "errors.h"
-#include "launcher.h"
+#include "stream.h"
 #include "pipeline_cache.h"
 #include "pool.h"
 

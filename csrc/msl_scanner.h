@@ -1,4 +1,4 @@
-// MSL frontend: reads kernel signatures out of MSL source and, for the simulator, rewrites
+// MSL scanner: reads kernel signatures out of MSL source and, for the simulator, rewrites
 // the source into C++ that our metal_stdlib shim compiles. Shared by both backends: the Metal
 // backend uses the parsed signatures to validate launch arguments.
 #pragma once

@@ -1,10 +1,10 @@
-// MSL frontend: kernel signatures, binding errors, and the C++ rewrite for the simulator.
+// MSL scanner: kernel signatures, binding errors, and the C++ rewrite for the simulator.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <string>
 
-#include "msl_frontend.h"
+#include "msl_scanner.h"
 
 using tmps::CompileError;
 using tmps::KernelDecl;

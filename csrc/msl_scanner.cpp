@@ -1,8 +1,8 @@
-// MSL frontend: a token scanner, not a C++ parser. It understands just enough of MSL to find
+// MSL scanner: a token scanner, not a C++ parser. It understands just enough of MSL to find
 // kernel signatures (comments, literals, preprocessor lines, bracket nesting, attributes) and
 // to rewrite the few MSL constructs that plain C++ does not accept. Everything else is kept
 // byte for byte so the C++ compiler's diagnostics point at the user's lines.
-#include "msl_frontend.h"
+#include "msl_scanner.h"
 
 #include <algorithm>
 #include <cstring>

@@ -1,4 +1,4 @@
-// Threadgroup launcher: validates and binds arguments, packs scalars, encodes dispatches into
+// Stream: validates and binds arguments, packs scalars, encodes dispatches into
 // an open batch and commits lazily (on synchronize, on a pending-work threshold, before the
 // host reads). Never commit-and-wait per launch. The simulator runs through this same code.
 #pragma once
