@@ -21,7 +21,7 @@
 #include <string>
 #include <vector>
 
-#include "device.h"
+#include "core/device.h"
 #include "sim/memcheck.h"  // SourceOrigins: MSL line -> Triton source line
 
 namespace tmps {

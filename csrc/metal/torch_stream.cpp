@@ -17,7 +17,7 @@
 #include <exception>
 #include <mutex>
 
-#include "foreign_stream.h"
+#include "core/foreign_stream.h"
 #include "metal/metal_device.h"
 
 namespace tmps {

@@ -18,11 +18,11 @@
 #include <sstream>
 #include <thread>
 
-#include "device.h"
+#include "core/device.h"
 #include "metal_emu/blocks.h"
 #include "metal_emu/foundation.h"
-#include "msl_scanner.h"
-#include "sha256.h"
+#include "core/msl_scanner.h"
+#include "core/sha256.h"
 
 namespace tmps::emu {
 namespace {

@@ -5,7 +5,7 @@
 // we do on purpose.
 #undef _FORTIFY_SOURCE
 
-#include "sim/faults.h"
+#include "faults.h"
 
 #include <cstdio>
 

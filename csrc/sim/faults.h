@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "sim/fiber.h"
+#include "fiber.h"
 
 namespace tmps::sim {
 

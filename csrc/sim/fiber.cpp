@@ -8,7 +8,7 @@
 #include <new>
 #include <string>
 
-#include "../errors.h"
+#include "core/errors.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 #define TMPS_FIBER_ASAN 1

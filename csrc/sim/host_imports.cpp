@@ -7,7 +7,7 @@
 #include <iterator>
 #include <set>
 
-#include "../errors.h"
+#include "core/errors.h"
 
 namespace tmps::sim {
 namespace {

@@ -8,8 +8,8 @@
 #include <random>
 #include <sstream>
 
-#include "../errors.h"
-#include "../sha256.h"
+#include "core/errors.h"
+#include "core/sha256.h"
 
 namespace fs = std::filesystem;
 

@@ -26,7 +26,7 @@
 #include <sstream>
 #include <thread>
 
-#include "../errors.h"
+#include "core/errors.h"
 #include "faults.h"
 #include "fiber.h"
 #include "signals.h"

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "../device.h"
+#include "core/device.h"
 #include "toolchain.h"
 
 namespace tmps::sim {

@@ -8,7 +8,7 @@
 #include <memory>
 #include <string>
 
-#include "../device.h"
+#include "core/device.h"
 #include "scheduler.h"
 
 namespace tmps::sim {

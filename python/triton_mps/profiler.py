@@ -5,7 +5,7 @@
     print(prof.table())
 
 Every `kernel[grid](...)` through the mps launcher inside the block is recorded by the native
-launcher (csrc/triton_launch.cpp; when no profile is active that costs one flag test per launch):
+launcher (csrc/python/triton_launch.cpp; when no profile is active that costs one flag test per launch):
 kernel name, device, grid, threads per program, the wall time of the launch call on the host,
 which stream it went to, and the device time of the dispatch:
 - simulator: the execution time of the dispatch;

@@ -16,8 +16,8 @@
 #include <thread>
 #include <vector>
 
-#include "device.h"
-#include "stream.h"
+#include "core/device.h"
+#include "core/stream.h"
 
 namespace tmps_test {
 

@@ -13,7 +13,7 @@
 #include <thread>
 #include <vector>
 
-#include "errors.h"
+#include "core/errors.h"
 #include "sim/fiber.h"
 #include "sim/scheduler.h"
 

@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "errors.h"
-#include "sha256.h"
+#include "core/errors.h"
+#include "core/sha256.h"
 #include "sim/sim_compiler.h"
 #include "sim/sim_device.h"
 

@@ -5,7 +5,7 @@
 #include <thread>
 
 #include "fake_device.h"
-#include "stream.h"
+#include "core/stream.h"
 
 using namespace tmps;
 using namespace tmps_test;

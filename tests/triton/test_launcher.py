@@ -1,4 +1,4 @@
-"""The native launcher (csrc/triton_launch.cpp) driven as Triton drives it, on a hand-written kernel.
+"""The native launcher (csrc/python/triton_launch.cpp) driven as Triton drives it, on a hand-written kernel.
 
 Triton calls `launcher(gx, gy, gz, stream, function, packed_metadata, launch_metadata,
 enter_hook, exit_hook, *all_bound_args)`; these tests do the same with the kernel loaded by the

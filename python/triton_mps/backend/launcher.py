@@ -1,10 +1,10 @@
 """The `mps` launcher: Triton's `launcher_cls(src, metadata)`.
 
-The launch itself is native (csrc/triton_launch.cpp); this module builds its argument specs from
+The launch itself is native (csrc/python/triton_launch.cpp); this module builds its argument specs from
 the compiled kernel's metadata, wraps kernels with device asserts/prints or 64-bit atomics
 (extra hidden buffers), and binds pointer arguments the native launcher has no fast path for.
 
-Launch semantics (csrc/triton_launch.cpp, csrc/foreign_stream.h, README "Ordering of launches"):
+Launch semantics (csrc/python/triton_launch.cpp, csrc/core/foreign_stream.h, README "Ordering of launches"):
 a launch on our own queue (numpy, CPU tensors, triton_mps buffers) is complete when it returns,
 since Triton code reads host memory right after `kernel[grid](...)`; a launch that binds torch
 `mps` tensors is encoded into PyTorch's MPS stream and not waited for: PyTorch orders it with
@@ -189,7 +189,7 @@ def launch_wait() -> int:
 
 
 def make_launcher(src, metadata):
-    """Triton's `launcher_cls(src, metadata)`: a native launcher (csrc/triton_launch.cpp).
+    """Triton's `launcher_cls(src, metadata)`: a native launcher (csrc/python/triton_launch.cpp).
 
     Kernels with device asserts/prints take one more buffer, bound last (compiler/abi.py):
     they get a DebugLauncher around the native one."""

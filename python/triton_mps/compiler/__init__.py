@@ -168,7 +168,7 @@ def _compile_ttgir(mod, *, num_warps: int, signature: dict, constants: dict, ker
     ]
     out = [_PRELUDE]
     if fields:
-        # Natural alignment, in order: the launcher's packing rule (csrc/stream.h).
+        # Natural alignment, in order: the launcher's packing rule (csrc/core/stream.h).
         out.append("struct tmps_args_t {\n" + "\n".join(fields) + "\n};")
     out += list(state.helpers.values())
     out += list(state.functions_emitted.values())
