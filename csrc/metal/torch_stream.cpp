@@ -1,4 +1,4 @@
-// PyTorch's MPS stream as a ForeignStream (csrc/foreign_stream.h): our dispatches are encoded
+// PyTorch's MPS stream as a ForeignStream (csrc/core/foreign_stream.h): our dispatches are encoded
 // into the command buffer PyTorch is recording, on PyTorch's serial dispatch queue, the way
 // PyTorch documents custom Metal ops (torch/mps.h):
 //
