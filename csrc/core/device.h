@@ -120,6 +120,9 @@ struct DispatchTiming {
   double start_ns = 0;
   double end_ns = 0;
   std::string error;  // set if the batch holding this dispatch failed
+  // What a counting backend measured for this dispatch (the simulator with counting on: bytes,
+  // barriers, FLOPs...; name -> value); empty otherwise.
+  std::vector<std::pair<std::string, double>> counters;
 };
 
 // A batch of dispatches that the backend executes in order (a command buffer on Metal).

@@ -249,7 +249,16 @@ NB_MODULE(_core, m) {
       .def_prop_ro("start_ns", [](const TimingRef& t) { return t.t->start_ns; })
       .def_prop_ro("end_ns", [](const TimingRef& t) { return t.t->end_ns; })
       .def_prop_ro("elapsed_ns", [](const TimingRef& t) { return t.t->end_ns - t.t->start_ns; })
-      .def_prop_ro("error", [](const TimingRef& t) { return t.t->error; });
+      .def_prop_ro("error", [](const TimingRef& t) { return t.t->error; })
+      .def_prop_ro("counters", [](const TimingRef& t) {
+        // The simulator's counters of this dispatch when counting was on (integers), else {}.
+        nb::dict d;
+        for (const auto& [name, value] : t.t->counters) {
+          if (name == "memory_counted") d[name.c_str()] = value != 0.0;
+          else d[name.c_str()] = static_cast<uint64_t>(value);
+        }
+        return d;
+      });
 
   nb::class_<DeviceContext>(m, "Device")
       .def_prop_ro("info", [](const DeviceContext& c) { return info_dict(c.device->info()); })

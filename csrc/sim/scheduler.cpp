@@ -1014,7 +1014,7 @@ Scheduler::Scheduler(unsigned workers, size_t stack_bytes)
 
 Scheduler::~Scheduler() = default;
 
-void Scheduler::run(const LaunchSpec& spec) {
+DispatchCounters Scheduler::run(const LaunchSpec& spec) {
   const tmps_sim_kernel* k = spec.kernel;
   if (!k || !k->entry) throw InvalidArgument("simulator: dispatch without a kernel entry point");
   const auto& tpg = spec.threads_per_group;
@@ -1036,7 +1036,7 @@ void Scheduler::run(const LaunchSpec& spec) {
     throw LimitExceeded("kernel '" + kname(k) + "': " + std::to_string(dynamic) +
                         " bytes of [[threadgroup(n)]] memory exceed Metal's limit of " +
                         std::to_string(kMaxThreadgroupMemory) + " bytes");
-  if (nthreads == 0 || ngroups == 0) return;
+  if (nthreads == 0 || ngroups == 0) return {};
 
   const double timeout = dispatch_timeout_s();
   uint64_t seed = 0;
@@ -1162,8 +1162,11 @@ void Scheduler::run(const LaunchSpec& spec) {
       total.device_distinct_read += b.distinct_read;
       total.device_distinct_written += b.distinct_written;
     }
-    std::lock_guard<std::mutex> lock(g_last_mu);
-    g_last = total;
+    {
+      std::lock_guard<std::mutex> lock(g_last_mu);
+      g_last = total;
+    }
+    if (!d.has_error) return total;
   }
 
   if (d.has_error) {
@@ -1171,6 +1174,7 @@ void Scheduler::run(const LaunchSpec& spec) {
     if (d.err_kind == ErrorKind::Interrupted) throw Interrupted(d.err_message);
     throw DispatchError(d.err_message);
   }
+  return {};
 }
 
 }  // namespace tmps::sim

@@ -93,7 +93,8 @@ class Scheduler {
   // kernel notices a stop request at its next barrier, SIMD-group function or (memcheck
   // builds) memory access, and otherwise at its threadgroup's end. Reusable after an error.
   // Calls on one Scheduler are serialised.
-  void run(const LaunchSpec& spec);
+  // Returns the dispatch's counters when counting was on for it (`valid`), else empty ones.
+  DispatchCounters run(const LaunchSpec& spec);
 
   unsigned workers() const { return num_workers_; }
 

@@ -202,6 +202,26 @@ class SimPipeline : public Pipeline {
 
 // ---- batches -------------------------------------------------------------------------------
 
+// The counters a launch result carries (Timing.counters): the totals; per-buffer detail stays
+// with triton_mps.last_dispatch_stats().
+std::vector<std::pair<std::string, double>> counter_list(const DispatchCounters& c) {
+  const auto n = [](uint64_t v) { return static_cast<double>(v); };
+  return {{"memory_counted", c.memory_counted ? 1.0 : 0.0},
+          {"device_bytes_read", n(c.device_bytes_read)},
+          {"device_bytes_written", n(c.device_bytes_written)},
+          {"device_distinct_bytes_read", n(c.device_distinct_read)},
+          {"device_distinct_bytes_written", n(c.device_distinct_written)},
+          {"device_loads", n(c.device_loads)},
+          {"device_stores", n(c.device_stores)},
+          {"threadgroup_bytes_read", n(c.threadgroup_bytes_read)},
+          {"threadgroup_bytes_written", n(c.threadgroup_bytes_written)},
+          {"barriers", n(c.barriers)},
+          {"simd_collectives", n(c.simd_collectives)},
+          {"simdgroup_barriers", n(c.simdgroup_barriers)},
+          {"simdgroup_matrix_ops", n(c.simdgroup_matrix_ops)},
+          {"simdgroup_matrix_flops", n(c.simdgroup_matrix_flops)}};
+}
+
 double now_ns() {
   return std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
@@ -283,7 +303,8 @@ class SimBatch : public Batch {
         const LaunchSpec spec = resolve(item.dispatch, p);
         std::unique_lock<std::mutex> one_at_a_time(p.library().dispatch_mu, std::defer_lock);
         if (spec.memcheck_slot) one_at_a_time.lock();  // the library's tmps_sim_mc is per dispatch
-        scheduler_->run(spec);
+        const DispatchCounters counted = scheduler_->run(spec);
+        if (item.timing && counted.valid) item.timing->counters = counter_list(counted);
       } catch (const Error& e) {
         error_ = std::current_exception();
         message = e.what();

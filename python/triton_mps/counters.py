@@ -10,6 +10,10 @@ of the bound buffers, exactly, from a bitmap per buffer), threadgroup-memory byt
 barriers (once per threadgroup that passed one), SIMD-group functions and `simdgroup_barrier`s
 (once per SIMD-group), and `simdgroup_matrix` 8x8x8 multiplies with their FLOPs (1024 each).
 
+The same totals (without the per-buffer detail) come with each launch result: the `counters`
+dict of the `Timing` a timed launch returns (`kernel(..., timed=True)` in the direct API) and
+of every record of `triton_mps.profile()` (summed per kernel in its table).
+
 Device traffic is seen through memcheck's instrumentation, so it is counted only for kernels
 built with memcheck (the default; `memory_counted` says whether it was). Scalar FLOPs are not
 counted: the code the simulator runs is C++, not instructions we can see; `triton_mps.bench`

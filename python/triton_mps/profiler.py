@@ -17,8 +17,10 @@ which stream it went to, and the device time of the dispatch:
 While profiling, dispatches are timed, which on Metal gives each its own compute pass (own
 queue) or command buffer (PyTorch's stream): profiled runs are slower than unprofiled ones.
 
-`counters` holds any per-dispatch counters the launch result exposes (the simulator's memory
-traffic and FLOP counters where the build has them), summed per kernel in `table()`.
+`counters` holds the per-dispatch counters the launch result exposes: on the simulator with
+counting on (`triton_mps.set_counters(True)` or TRITON_MPS_SIM_COUNTERS=1), device and
+threadgroup bytes, barriers, SIMD-group functions and simdgroup_matrix FLOPs of that dispatch
+(triton_mps/counters.py); `table()` sums the main ones per kernel (bytes, barriers, FLOPs).
 
 Leaving the block waits for the devices that ran profiled launches, so device times are filled.
 Profiles nest: an inner block's launches are in the outer one's records too.
@@ -92,7 +94,8 @@ class Profile:
     def table(self) -> str:
         """One row per kernel, in order of total device time (wall time where none)."""
         groups = self.by_kernel()
-        counter_keys = sorted({k for r in self.records for k, v in r.counters.items() if _is_number(v)})
+        counter_keys = sorted({k for r in self.records for k, v in r.counters.items()
+                               if _is_number(v) and k not in _DETAIL_COUNTERS})
         header = ["kernel", "calls", "grid", "wall total ms", "wall mean us", "device total ms", "device mean us"]
         header += counter_keys
         rows = []
@@ -127,6 +130,13 @@ class Profile:
 
     def __repr__(self) -> str:
         return f"<triton_mps.Profile: {len(self.records)} launches>"
+
+
+# Simulator counters kept in each record but left out of table()'s columns (too many to read).
+_DETAIL_COUNTERS = frozenset({
+    "device_loads", "device_stores", "device_distinct_bytes_read", "device_distinct_bytes_written",
+    "simd_collectives", "simdgroup_barriers", "simdgroup_matrix_ops", "memory_counted",
+})
 
 
 def _is_number(v: Any) -> bool:

@@ -91,6 +91,45 @@ def test_counters_count_simdgroup_matrix_flops(counters, rng):
     assert stats["device_distinct_bytes_read"] >= 2 * (M * K + K * N)
 
 
+def test_launch_results_and_the_profiler_carry_the_counters(counters, mps_driver):
+    if not mps_driver.config["is_simulator"]:
+        pytest.skip("the counters are the simulator's")
+    stats = []
+    with triton_mps.profile() as prof:
+        for n in (1000, 300):
+            a, b, c = _madd_inputs(n, n)
+            out = torch.full((n,), float("nan"))
+            _madd[(triton.cdiv(n, 128),)](a, b, c, out, n, BLOCK=128)
+            stats.append(triton_mps.last_dispatch_stats())
+    recs = [r for r in prof if r.kernel.endswith("madd")]
+    # the same totals as last_dispatch_stats(): a, b, c (12 bytes per element) and the scalar n
+    # (a buffer too: 4 bytes per thread); out written once
+    assert [r.counters["device_bytes_read"] for r in recs] == [s["device_bytes_read"] for s in stats]
+    assert [r.counters["device_bytes_read"] for r in recs] == [12 * 1000 + 4 * 1024, 12 * 300 + 4 * 384]
+    assert [r.counters["device_bytes_written"] for r in recs] == [4 * 1000, 4 * 300]
+    assert all(r.counters["simdgroup_matrix_flops"] == 0 and r.counters["memory_counted"] for r in recs)
+    lines = prof.table().splitlines()
+    header = lines[0].split()  # the counter columns are last, one word each
+    from_end = len(header) - header.index("device_bytes_read")
+    row = next(line for line in lines if "madd" in line.split()[0])
+    assert row.split()[-from_end] == f"{sum(r.counters['device_bytes_read'] for r in recs):,}"
+    assert "device_loads" not in lines[0]  # detail counters stay in the records
+
+    # The direct API: a timed launch's result carries the same counters.
+    n = 256
+    pipeline = triton_mps.compile_msl(
+        "#include <metal_stdlib>\nusing namespace metal;\n"
+        "kernel void twice(device const float* x [[buffer(0)]], device float* y [[buffer(1)]],\n"
+        "                  uint i [[thread_position_in_grid]]) { y[i] = 2.0f * x[i]; }\n", "twice")
+    x = np.arange(n, dtype=np.float32)
+    y = np.full(n, np.nan, np.float32)
+    timing = pipeline(x, y, grid=n // 64, threads=64, timed=True)
+    triton_mps.synchronize()
+    assert timing.ready and timing.counters["device_bytes_read"] == 4 * n
+    assert timing.counters["device_bytes_written"] == 4 * n
+    np.testing.assert_array_equal(y, 2 * x)
+
+
 def test_counting_off_records_nothing_new(rng):
     triton_mps.set_counters(True)
     n = 300
