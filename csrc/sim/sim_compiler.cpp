@@ -385,7 +385,12 @@ RunResult run_with_pch(const Toolchain& tc, std::vector<std::string> argv, size_
     std::vector<std::string> with = argv;
     with.insert(with.begin() + flags_begin, {"-include-pch", pch});
     RunResult r = run_process(with, compiler_env(tc), cwd);
-    if (r.status == 0 || r.output.find("precompiled header") == std::string::npos) return r;
+    // clang says "precompiled header" for a stale one, "malformed or corrupted precompiled file
+    // ... referenced by AST file" when a header it names is gone (a reinstall under way).
+    const bool pch_rejected = r.output.find("precompiled") != std::string::npos ||
+                              r.output.find("AST file") != std::string::npos;
+    if (r.status == 0 || !pch_rejected) return r;
+    std::remove(pch.c_str());  // rebuilt by the next compile; processes using it keep their open file
   }
   return run_process(argv, compiler_env(tc), cwd);
 }
