@@ -330,26 +330,26 @@ static inline void tmps_f64_ksin_dd(ulong x, ulong y, thread ulong& h, thread ul
   tmps_dd_fast(x, tmps_f64_sub(w, inner), h, l);
   l = tmps_f64_add(l, we);
 }}
-static inline ulong tmps_f64_kcos(ulong x, ulong y) {{
-  // cos(x + y), |x + y| <= pi/4
+static inline void tmps_f64_kcos_parts(ulong x, ulong y, thread ulong& w, thread ulong& corr) {{
+  // cos(x + y) = w + corr (unrounded), |x + y| <= pi/4
   ulong z = tmps_f64_mul(x, x);
 {_horner("z", _COS, "c")}
   ulong r = tmps_f64_mul(z, c);
   ulong hz = tmps_f64_mul(z, 0x3fe0000000000000ul);
-  ulong w = tmps_f64_sub(0x3ff0000000000000ul, hz);
-  ulong corr = tmps_f64_add(tmps_f64_sub(tmps_f64_sub(0x3ff0000000000000ul, w), hz),
-                            tmps_f64_sub(tmps_f64_mul(z, r), tmps_f64_mul(x, y)));
+  w = tmps_f64_sub(0x3ff0000000000000ul, hz);
+  corr = tmps_f64_add(tmps_f64_sub(tmps_f64_sub(0x3ff0000000000000ul, w), hz),
+                      tmps_f64_sub(tmps_f64_mul(z, r), tmps_f64_mul(x, y)));
+}}
+static inline ulong tmps_f64_kcos(ulong x, ulong y) {{
+  // cos(x + y), |x + y| <= pi/4
+  ulong w, corr;
+  tmps_f64_kcos_parts(x, y, w, corr);
   return tmps_f64_add(w, corr);
 }}
 static inline void tmps_f64_kcos_dd(ulong x, ulong y, thread ulong& h, thread ulong& l) {{
   // kcos's value before its last rounding, as a double-double
-  ulong z = tmps_f64_mul(x, x);
-{_horner("z", _COS, "c")}
-  ulong r = tmps_f64_mul(z, c);
-  ulong hz = tmps_f64_mul(z, 0x3fe0000000000000ul);
-  ulong w = tmps_f64_sub(0x3ff0000000000000ul, hz);
-  ulong corr = tmps_f64_add(tmps_f64_sub(tmps_f64_sub(0x3ff0000000000000ul, w), hz),
-                            tmps_f64_sub(tmps_f64_mul(z, r), tmps_f64_mul(x, y)));
+  ulong w, corr;
+  tmps_f64_kcos_parts(x, y, w, corr);
   tmps_dd_fast(w, corr, h, l);
 }}
 static inline ulong tmps_f64_sincos(ulong x, bool want_cos) {{
