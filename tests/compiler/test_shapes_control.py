@@ -181,7 +181,10 @@ def test_noinline_call():
     assert "tmps_fn_" in k.msl
     o = poison(n, np.float32)
     k(x, o, n, grid=2)
-    np.testing.assert_allclose(o, x + (x[0] * 3 + 1), rtol=1e-6)
+    # x0 * 3 + 1 may be one fma or two roundings: in float64, within the rounding of either
+    x64 = x.astype(np.float64)
+    want = x64 + (x64[0] * 3 + 1)
+    assert np.all(np.abs(o.astype(np.float64) - want) <= 2.0**-22 * (np.abs(x64) + 3 * abs(x64[0]) + 1))
 
 
 @triton.jit
