@@ -96,3 +96,37 @@ def test_dot_scaled(mps_driver, fa, fb, a_scaled, b_scaled, kpa, kpb):
         bv = bv * _scale(sb, K).T
     ref = (av @ bv)[:M, :N]
     torch.testing.assert_close(out.cpu().double(), ref, rtol=1e-5, atol=1e-5 * float(ref.abs().max()))
+
+
+@triton.jit
+def _bf16_out_kernel(a_ptr, sa_ptr, b_ptr, out, K: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr):
+    a = tl.load(a_ptr + tl.arange(0, BM)[:, None] * K + tl.arange(0, K)[None, :])
+    b = tl.load(b_ptr + tl.arange(0, K)[:, None] * BN + tl.arange(0, BN)[None, :])
+    sa = tl.load(sa_ptr + tl.arange(0, BM)[:, None] * (K // 32) + tl.arange(0, K // 32)[None, :])
+    c = tl.dot_scaled(a, sa, "e4m3", b, None, "e4m3")
+    tl.store(out + tl.arange(0, BM)[:, None] * BN + tl.arange(0, BN)[None, :], c.to(tl.bfloat16))
+
+
+def test_dot_scaled_bf16_output_of_cancelling_sums(mps_driver):
+    """Scaled e4m3 x e4m3 over the full E8M0 range Triton's tests use (2^-127 .. 2^15), stored as
+    bf16: every element is within fp32 accumulation error (K u sum|ab|) plus one bf16 rounding
+    of the exact float64 value. Terms reach 2^20 and cancel; Triton's test_scaled_dot compares
+    such a case against torch's CPU bf16 matmul, which is less accurate (listed in
+    tools/conformance/skips.txt with the measured values)."""
+    dev = mps_driver.get_active_torch_device()
+    gen = torch.Generator().manual_seed(int(torch.randint(0, 2**31, (1,))))
+    BM = BN = K = 64
+    a, b = _operand("e4m3", (BM, K), gen), _operand("e4m3", (K, BN), gen)
+    sa = torch.randint(0, 143, (BM, K // 32), generator=gen, dtype=torch.int32).to(torch.uint8)
+    out = torch.full((BM, BN), math.nan, dtype=torch.bfloat16, device=dev)
+    _bf16_out_kernel[(1,)](a.to(dev), sa.to(dev), b.to(dev), out, K=K, BM=BM, BN=BN)
+    av = _decode(a, "e4m3", True, 1) * _scale(sa, K)
+    bv = _decode(b, "e4m3", True, 0)
+    exact = av @ bv
+    bound = K * 2.0**-24 * (av.abs() @ bv.abs()) + 2.0**-8 * exact.abs() + 2.0**-133
+    err = (out.cpu().double() - exact).abs()
+    assert torch.isfinite(out.cpu().double()).all()
+    assert (err <= bound).all(), f"max excess {float((err - bound).max())} at {divmod(int((err - bound).argmax()), BN)}"
+    # Most elements do not cancel: there the result is the correctly rounded bf16 of the exact value.
+    rounded = exact.float().to(torch.bfloat16).double()
+    assert float((out.cpu().double() == rounded).double().mean()) > 0.95
