@@ -249,16 +249,17 @@ std::string shim_hash() {
 
 namespace {
 // Everything on the build command line but the file names.
-void build_flags(std::vector<std::string>& argv, const CompileOptions& options) {
+void build_flags(std::vector<std::string>& argv, const CompileOptions& options, OptLevel level) {
   // -nostdlib: the object needs no libc at link time (math calls resolve at dlopen from the
   // host process); with zig it also avoids building libc stubs on a cold cache (~6 s).
   // -s: no static symbol table, which would record the temporary source file's random name
   // and make rebuilds of the same kernel differ (kernels are found through dynamic symbols).
   const bool direct = !find_toolchain().cc.empty();
+  const char* opt = level == OptLevel::Quick ? "-O0" : "-O2";
   if (direct)
-    for (const char* f : {"-c", "-fPIC", "-O2", "-fvisibility=hidden"}) argv.push_back(f);
+    for (const char* f : {"-c", "-fPIC", opt, "-fvisibility=hidden"}) argv.push_back(f);
   else
-    for (const char* f : {"-shared", "-fPIC", "-O2", "-nostdlib", "-fvisibility=hidden"}) argv.push_back(f);
+    for (const char* f : {"-shared", "-fPIC", opt, "-nostdlib", "-fvisibility=hidden"}) argv.push_back(f);
   if (options.memcheck) {
     // Memcheck: AddressSanitizer's instrumentation in outline mode (a call per load and
     // store, answered by the shim's tmps_metal_memcheck.h; no ASan runtime, no shadow
@@ -485,9 +486,9 @@ const SimTarget& sim_target() {
   return target;
 }
 
-std::string build_fingerprint(const CompileOptions& options) {
+std::string build_fingerprint(const CompileOptions& options, OptLevel level) {
   std::vector<std::string> argv;
-  build_flags(argv, options);
+  build_flags(argv, options, level);
   std::string out;
   for (const auto& a : argv) out += a + '\n';
   if (!find_toolchain().cc.empty()) {
@@ -497,7 +498,8 @@ std::string build_fingerprint(const CompileOptions& options) {
   return out;
 }
 
-void compile_shared_object(const std::string& cpp, const std::string& out_path, const CompileOptions& options) {
+void compile_shared_object(const std::string& cpp, const std::string& out_path, const CompileOptions& options,
+                           OptLevel level) {
   const Toolchain& tc = find_toolchain();
   std::string dir = dir_of(out_path);
   make_dirs(dir);
@@ -516,7 +518,7 @@ void compile_shared_object(const std::string& cpp, const std::string& out_path, 
   RunResult r;
   if (!tc.cc.empty()) {  // direct mode: clang -c with the shim's PCH, then ld.lld
     std::vector<std::string> argv = tc.cc;
-    build_flags(argv, options);
+    build_flags(argv, options, level);
     const size_t n = argv.size();
     r = run_with_pch(tc, argv, tc.cc.size(), n, dir, work, {"kernel.cpp", "-o", "kernel.o"});
     if (r.status == 0) {
@@ -528,7 +530,7 @@ void compile_shared_object(const std::string& cpp, const std::string& out_path, 
     }
   } else {
     std::vector<std::string> argv = tc.cxx;
-    build_flags(argv, options);
+    build_flags(argv, options, level);
     // `-x none` ends `-x c++`: the support object is an object file.
     for (const std::string& a : {std::string("kernel.cpp"), std::string("-x"), std::string("none"), support,
                                  std::string("-o"), std::string("kernel.so")})

@@ -6,10 +6,12 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <mutex>
 
@@ -23,6 +25,12 @@
 namespace fs = std::filesystem;
 
 namespace tmps::sim {
+
+// How build_pipeline found or made its libraries (SimBuildStats); shared with pipelines, which
+// may rebuild their kernel after the device is gone.
+struct BuildCounters {
+  std::atomic<uint64_t> compiled{0}, disk_hits{0}, memory_hits{0}, rejected{0}, promoted{0};
+};
 
 namespace {
 
@@ -149,6 +157,77 @@ std::shared_ptr<KernelLibrary> open_library(const std::string& path, const std::
   return lib;
 }
 
+// ---- building and finding libraries ---------------------------------------------------------
+
+// Tiering (TRITON_MPS_SIM_OPT): most kernels of a test suite run once, on little data, and their
+// -O2 build is most of their cost, so a kernel is built at -O0 first (about 40% of the build
+// time) and rebuilt at -O2 once it has spent kPromoteAfterNs in dispatches (a -O0 kernel runs
+// several times slower). "auto" (default) does that; "0" keeps -O0; "2" builds -O2 at once.
+enum class Tiering { Auto, Quick, Full };
+constexpr double kPromoteAfterNs = 50e6;
+
+Tiering tiering() {
+  const char* v = std::getenv("TRITON_MPS_SIM_OPT");
+  const std::string s = v ? v : "";
+  if (s.empty() || s == "auto") return Tiering::Auto;
+  if (s == "0") return Tiering::Quick;
+  if (s == "2") return Tiering::Full;
+  throw InvalidArgument("TRITON_MPS_SIM_OPT must be auto, 0 or 2, got '" + s + "'");
+}
+
+// The cache key of a kernel library: everything its bytes depend on.
+std::string library_key(const std::string& cpp, const CompileOptions& options, OptLevel level) {
+  std::string key_text;
+  append_framed(key_text, kLibraryFormat);
+  append_framed(key_text, cpp);
+  append_framed(key_text, options.key());
+  append_framed(key_text, build_fingerprint(options, level));
+  append_framed(key_text, find_toolchain().version);
+  append_framed(key_text, shim_hash());
+  append_framed(key_text, std::to_string(TMPS_SIM_ABI_VERSION));
+  return sha256_hex(key_text);
+}
+
+std::string library_path(const std::string& key) { return (fs::path(usable_cache_dir("sim")) / (key + ".so")).string(); }
+
+// The library built for `key` if this process has it or the disk has a verified copy; nullptr
+// if not (an unusable entry on disk is counted, reported, and left to be rebuilt).
+std::shared_ptr<KernelLibrary> cached_library(const std::string& so, const std::string& key, const std::string& entry,
+                                              BuildCounters& n) {
+  if (std::shared_ptr<KernelLibrary> lib = loaded_library(so)) {
+    ++n.memory_hits;
+    return lib;
+  }
+  std::string why;
+  const EntryState state = verify_entry(so, why);
+  if (state == EntryState::Valid) {
+    if (std::shared_ptr<KernelLibrary> lib = open_library(so, key, why)) {
+      ++n.disk_hits;
+      return lib;
+    }
+  }
+  if (state != EntryState::Missing) {  // truncated, corrupted, swapped or stale: rebuild it
+    ++n.rejected;
+    add_warning("triton-mps simulator cache: the entry " + so + " for kernel '" + entry + "' is unusable (" + why +
+                "); it is rebuilt");
+  }
+  return nullptr;
+}
+
+// Compiles, records and loads the library for `key`.
+std::shared_ptr<KernelLibrary> build_library(const std::string& cpp, const std::string& so, const std::string& key,
+                                             const CompileOptions& options, OptLevel level, BuildCounters& n) {
+  // The library names the key it was built for (checked at every load from disk).
+  compile_shared_object(cpp + "\nextern \"C\" __attribute__((visibility(\"default\"))) extern const char "
+                              "tmps_sim_key[] = \"" + key + "\";\n", so, options, level);
+  ++n.compiled;
+  write_meta(so);
+  std::string why;
+  std::shared_ptr<KernelLibrary> lib = open_library(so, key, why);
+  if (!lib) throw CompileError("simulator: cannot load the compiled kernel library " + so + ": " + why);
+  return lib;
+}
+
 // ---- pipelines -----------------------------------------------------------------------------
 
 ParamInfo to_param_info(const tmps_sim_param& p) {
@@ -172,31 +251,72 @@ ParamInfo to_param_info(const tmps_sim_param& p) {
   return info;
 }
 
+// One build of a pipeline's kernel; dispatches hold it while they run.
+struct KernelVariant {
+  std::shared_ptr<KernelLibrary> lib;  // keeps the code of kernel mapped
+  const tmps_sim_kernel* kernel;
+};
+
 class SimPipeline : public Pipeline {
  public:
-  SimPipeline(std::shared_ptr<KernelLibrary> lib, const tmps_sim_kernel* k, const std::string& source)
-      : lib_(std::move(lib)), kernel_(k), origins_(source) {
+  // `full_build`: for a -O0 kernel, rebuilds it at -O2 (see Tiering); empty otherwise.
+  SimPipeline(KernelVariant v, const std::string& source, std::function<std::shared_ptr<KernelLibrary>()> full_build)
+      : variant_(std::make_shared<const KernelVariant>(std::move(v))), origins_(source), full_build_(std::move(full_build)) {
+    const tmps_sim_kernel* k = variant_->kernel;
     name_ = k->name;
+    line_ = k->line;
+    max_threads_ = k->max_total_threads_per_threadgroup;
     for (uint32_t i = 0; i < k->num_params; ++i) params_.push_back(to_param_info(k->params[i]));
   }
   const std::string& name() const override { return name_; }
   const std::vector<ParamInfo>& params() const override { return params_; }
   uint32_t max_total_threads_per_threadgroup() const override {
-    uint32_t m = kernel_->max_total_threads_per_threadgroup;
-    return m && m < kMaxThreadsPerThreadgroup ? m : kMaxThreadsPerThreadgroup;
+    return max_threads_ && max_threads_ < kMaxThreadsPerThreadgroup ? max_threads_ : kMaxThreadsPerThreadgroup;
   }
   uint32_t thread_execution_width() const override { return TMPS_SIM_SIMD_WIDTH; }
   uint32_t static_threadgroup_memory() const override { return 0; }  // known only while running
-  uint32_t source_line() const override { return kernel_->line; }
-  const tmps_sim_kernel* kernel() const { return kernel_; }
-  KernelLibrary& library() const { return *lib_; }
+  uint32_t source_line() const override { return line_; }
   const SourceOrigins& origins() const { return origins_; }
 
+  std::shared_ptr<const KernelVariant> variant() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return variant_;
+  }
+
+  // Accounts a dispatch's run time. Once a -O0 kernel has run kPromoteAfterNs, it is rebuilt at
+  // -O2 (once, here, in the committing thread) and later dispatches run that. A failed -O2
+  // build keeps the -O0 kernel, which computes the same bits, and says so.
+  void ran(double ns) const {
+    std::function<std::shared_ptr<KernelLibrary>()> build;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!full_build_) return;
+      run_ns_ += ns;
+      if (run_ns_ < kPromoteAfterNs) return;
+      build = std::move(full_build_);
+      full_build_ = nullptr;
+    }
+    try {
+      std::shared_ptr<KernelLibrary> lib = build();
+      const tmps_sim_kernel* k = lib->find(name_);
+      if (!k) throw CompileError("kernel '" + name_ + "' not found in " + lib->path);
+      std::lock_guard<std::mutex> lock(mu_);
+      variant_ = std::make_shared<const KernelVariant>(KernelVariant{std::move(lib), k});
+    } catch (const Error& e) {
+      add_warning("triton-mps simulator: kernel '" + name_ + "' stays at -O0 (same results, slower): its -O2 build failed: " +
+                  e.what());
+    }
+  }
+
  private:
-  std::shared_ptr<KernelLibrary> lib_;  // keeps the code of kernel_ mapped
-  const tmps_sim_kernel* kernel_;
+  mutable std::mutex mu_;
+  mutable std::shared_ptr<const KernelVariant> variant_;
   SourceOrigins origins_;  // Triton source lines of the MSL, for diagnostics
+  mutable std::function<std::shared_ptr<KernelLibrary>()> full_build_;
+  mutable double run_ns_ = 0;
   std::string name_;
+  uint32_t line_ = 0;
+  uint32_t max_threads_ = 0;
   std::vector<ParamInfo> params_;
 };
 
@@ -227,10 +347,10 @@ double now_ns() {
 }
 
 // The scheduler's view of a dispatch: [[buffer(n)]] and [[threadgroup(n)]] parameters resolved.
-LaunchSpec resolve(const Dispatch& d, const SimPipeline& p) {
+LaunchSpec resolve(const Dispatch& d, const SimPipeline& p, const KernelVariant& v) {
   LaunchSpec spec;
-  spec.kernel = p.kernel();
-  spec.memcheck_slot = p.library().memcheck;
+  spec.kernel = v.kernel;
+  spec.memcheck_slot = v.lib->memcheck;
   spec.origins = &p.origins();
   spec.threadgroups = d.threadgroups;
   spec.threads_per_group = d.threads_per_group;
@@ -300,11 +420,16 @@ class SimBatch : public Batch {
       const double start = now_ns();
       try {
         const auto& p = static_cast<const SimPipeline&>(*item.dispatch.pipeline);
-        const LaunchSpec spec = resolve(item.dispatch, p);
-        std::unique_lock<std::mutex> one_at_a_time(p.library().dispatch_mu, std::defer_lock);
+        const std::shared_ptr<const KernelVariant> v = p.variant();
+        const LaunchSpec spec = resolve(item.dispatch, p, *v);
+        std::unique_lock<std::mutex> one_at_a_time(v->lib->dispatch_mu, std::defer_lock);
         if (spec.memcheck_slot) one_at_a_time.lock();  // the library's tmps_sim_mc is per dispatch
+        const double t0 = now_ns();
         const DispatchCounters counted = scheduler_->run(spec);
+        const double ran_ns = now_ns() - t0;
+        if (one_at_a_time.owns_lock()) one_at_a_time.unlock();
         if (item.timing && counted.valid) item.timing->counters = counter_list(counted);
+        p.ran(ran_ns);
       } catch (const Error& e) {
         error_ = std::current_exception();
         message = e.what();
@@ -345,7 +470,7 @@ class SimBatch : public Batch {
 
 // ---- SimDevice -----------------------------------------------------------------------------
 
-SimDevice::SimDevice() : scheduler_(std::make_shared<Scheduler>()) {
+SimDevice::SimDevice() : scheduler_(std::make_shared<Scheduler>()), counters_(std::make_shared<BuildCounters>()) {
   info_.name = "triton-mps simulator";
   info_.registry_id = 0;
   info_.gpu_family = "apple9";
@@ -402,35 +527,18 @@ std::shared_ptr<Pipeline> SimDevice::build_pipeline(const std::string& source, c
       throw CompileError("kernel '" + entry + "' not found in " + filename + "; kernels found: " +
                          (names.empty() ? "none" : names));
   }
-  const Toolchain& tc = find_toolchain();
-  std::string key_text;
-  append_framed(key_text, kLibraryFormat);
-  append_framed(key_text, tr.cpp);
-  append_framed(key_text, options.key());
-  append_framed(key_text, build_fingerprint(options));
-  append_framed(key_text, tc.version);
-  append_framed(key_text, shim_hash());
-  append_framed(key_text, std::to_string(TMPS_SIM_ABI_VERSION));
-  const fs::path dir = usable_cache_dir("sim");
-  const std::string key = sha256_hex(key_text);
-  const std::string so = (dir / (key + ".so")).string();
-
-  std::shared_ptr<KernelLibrary> lib = loaded_library(so);
-  if (lib) {
-    ++memory_hits_;
-  } else {
-    std::string why;
-    const EntryState state = verify_entry(so, why);
-    if (state == EntryState::Valid) {
-      lib = open_library(so, key, why);
-      if (lib) ++disk_hits_;
-    }
+  // A -O2 build of this kernel is used whenever there is one (see Tiering).
+  const Tiering tier = tiering();
+  const std::string key_full = library_key(tr.cpp, options, OptLevel::Full);
+  const std::string so_full = library_path(key_full);
+  std::shared_ptr<KernelLibrary> lib = cached_library(so_full, key_full, entry, *counters_);
+  std::function<std::shared_ptr<KernelLibrary>()> full_build;
+  if (!lib) {
+    const OptLevel level = tier == Tiering::Full ? OptLevel::Full : OptLevel::Quick;
+    const std::string key = level == OptLevel::Full ? key_full : library_key(tr.cpp, options, level);
+    const std::string so = level == OptLevel::Full ? so_full : library_path(key);
+    if (level == OptLevel::Quick) lib = cached_library(so, key, entry, *counters_);
     if (!lib) {
-      if (state != EntryState::Missing) {  // truncated, corrupted, swapped or stale: rebuild it
-        ++rejected_;
-        add_warning("triton-mps simulator cache: the entry " + so + " for kernel '" + entry + "' is unusable (" + why +
-                    "); it is rebuilt");
-      }
       // Only on a real build: options.key() (part of the key) holds strict_check, so a cached
       // library already passed the check when it was made.
       if (options.strict_check) {
@@ -441,18 +549,20 @@ std::shared_ptr<Pipeline> SimDevice::build_pipeline(const std::string& source, c
         }
         strict_check(tr.cpp, options);
       }
-      // The library names the key it was built for (checked at every load from disk).
-      compile_shared_object(tr.cpp + "\nextern \"C\" __attribute__((visibility(\"default\"))) extern const char "
-                            "tmps_sim_key[] = \"" + key + "\";\n", so, options);
-      ++compiled_;
-      write_meta(so);
-      lib = open_library(so, key, why);
-      if (!lib) throw CompileError("simulator: cannot load the compiled kernel library " + so + ": " + why);
+      lib = build_library(tr.cpp, so, key, options, level, *counters_);
+    }
+    if (level == OptLevel::Quick && tier == Tiering::Auto) {
+      full_build = [cpp = tr.cpp, so_full, key_full, options, entry, counters = counters_]() {
+        std::shared_ptr<KernelLibrary> full = cached_library(so_full, key_full, entry, *counters);
+        if (!full) full = build_library(cpp, so_full, key_full, options, OptLevel::Full, *counters);
+        ++counters->promoted;
+        return full;
+      };
     }
   }
   const tmps_sim_kernel* k = lib->find(entry);
-  if (!k) throw CompileError("kernel '" + entry + "' not found in " + so + "; kernels found: " + lib->names());
-  return std::make_shared<SimPipeline>(std::move(lib), k, source);
+  if (!k) throw CompileError("kernel '" + entry + "' not found in " + lib->path + "; kernels found: " + lib->names());
+  return std::make_shared<SimPipeline>(KernelVariant{std::move(lib), k}, source, std::move(full_build));
 }
 
 std::unique_ptr<Batch> SimDevice::new_batch() { return std::make_unique<SimBatch>(scheduler_); }
@@ -469,10 +579,11 @@ std::string SimDevice::cache_identity() const {
 
 SimBuildStats SimDevice::build_stats() const {
   SimBuildStats s;
-  s.compiled = compiled_;
-  s.disk_hits = disk_hits_;
-  s.memory_hits = memory_hits_;
-  s.rejected_entries = rejected_;
+  s.compiled = counters_->compiled;
+  s.disk_hits = counters_->disk_hits;
+  s.memory_hits = counters_->memory_hits;
+  s.rejected_entries = counters_->rejected;
+  s.promoted = counters_->promoted;
   return s;
 }
 

@@ -13,13 +13,16 @@
 
 namespace tmps::sim {
 
-// How build_pipeline found its kernel library (for tests and diagnostics).
+// How build_pipeline found its kernel libraries (for tests and diagnostics).
 struct SimBuildStats {
   uint64_t compiled = 0;         // compiled because nothing usable was on disk
   uint64_t disk_hits = 0;        // verified .so on disk loaded without compiling
   uint64_t memory_hits = 0;      // library already loaded in this process
   uint64_t rejected_entries = 0; // on-disk entries that failed verification or loading
+  uint64_t promoted = 0;         // -O0 kernels rebuilt at -O2 after running long (Tiering)
 };
+
+struct BuildCounters;
 
 class SimDevice : public Device {
  public:
@@ -39,7 +42,7 @@ class SimDevice : public Device {
  private:
   DeviceInfo info_;
   std::shared_ptr<Scheduler> scheduler_;  // shared with batches, which may outlive the device
-  std::atomic<uint64_t> compiled_{0}, disk_hits_{0}, memory_hits_{0}, rejected_{0};
+  std::shared_ptr<BuildCounters> counters_;  // shared with pipelines (their -O2 rebuilds)
 };
 
 }  // namespace tmps::sim

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -203,7 +204,8 @@ TEST_F(SimDeviceTest, BuildsAndRunsReduction) {
   EXPECT_FALSE(params[2].is_pointer);
   run_reduction(dev, p, 10000, 128);  // last threadgroup partial
   run_reduction(dev, p, 4096, 1024);
-  EXPECT_EQ(dev.build_stats().compiled, 1u);
+  // One build, and one more if the runs took long enough to promote it (tiering).
+  EXPECT_EQ(dev.build_stats().compiled - dev.build_stats().promoted, 1u);
 }
 
 TEST_F(SimDeviceTest, DiskCacheHitInSecondDevice) {
@@ -373,3 +375,95 @@ TEST_F(SimDeviceTest, PerfMillionThreadReduction) {
 }
 
 }  // namespace
+
+namespace {
+// Per thread, a long chain of float arithmetic whose result depends on every step: -O0 and
+// -O2 builds must give the same bits (no fast math, no contraction at either level).
+const char* kBusySource = R"(#include <metal_stdlib>
+using namespace metal;
+kernel void busy(device float* out [[buffer(0)]], constant uint& steps [[buffer(1)]],
+                 uint i [[thread_position_in_grid]]) {
+  float x = float(i) * 0.001f + 0.5f;
+  for (uint k = 0; k < steps; ++k) x = x * 0.9999f + sin(x) * 0.01f + float(k & 7u) * 1e-4f;
+  out[i] = x;
+}
+)";
+
+std::vector<float> run_busy(SimDevice& dev, const std::shared_ptr<tmps::Pipeline>& p, uint32_t steps) {
+  const uint32_t n = 256;
+  std::shared_ptr<tmps::RawBuffer> out = dev.new_buffer(n * 4);
+  std::memset(out->contents(), 0xFF, n * 4);  // poison: NaN
+  Dispatch d;
+  d.pipeline = p;
+  d.bindings = {buffer_binding(0, out), bytes_binding(1, steps)};
+  d.threadgroups = {n / 64, 1, 1};
+  d.threads_per_group = {64, 1, 1};
+  auto batch = dev.new_batch();
+  batch->encode(d, nullptr);
+  batch->commit();
+  batch->wait();
+  const auto* y = static_cast<const float*>(out->contents());
+  return std::vector<float>(y, y + n);
+}
+}  // namespace
+
+// Tiering: a new kernel is built at -O0; after 50 ms of dispatches it is rebuilt at -O2 (once),
+// later dispatches run that build, and both give the same bits. A second device finds the -O2
+// build on disk and uses it at once.
+TEST_F(SimDeviceTest, QuickBuildIsPromotedAfterRunningLong) {
+  ::unsetenv("TRITON_MPS_SIM_OPT");
+  tmps::CompileOptions opt;
+  std::vector<float> first;
+  {
+    SimDevice dev;
+    auto p = dev.build_pipeline(kBusySource, "busy", opt);
+    EXPECT_EQ(dev.build_stats().compiled, 1u);
+    first = run_busy(dev, p, 64);  // short: stays at -O0
+    EXPECT_EQ(dev.build_stats().promoted, 0u);
+    for (float v : first) ASSERT_TRUE(std::isfinite(v));
+    std::vector<float> long_run;
+    for (int i = 0; i < 50 && dev.build_stats().promoted == 0; ++i) long_run = run_busy(dev, p, 20000);
+    EXPECT_EQ(dev.build_stats().promoted, 1u);
+    EXPECT_EQ(dev.build_stats().compiled, 2u);
+    EXPECT_EQ(cached_objects().size(), 2u);
+    const std::vector<float> after = run_busy(dev, p, 20000);  // the -O2 build
+    EXPECT_EQ(std::memcmp(after.data(), long_run.data(), after.size() * 4), 0) << "-O0 and -O2 results differ";
+    EXPECT_EQ(dev.build_stats().promoted, 1u);
+    const std::vector<float> again = run_busy(dev, p, 64);
+    EXPECT_EQ(std::memcmp(again.data(), first.data(), again.size() * 4), 0) << "-O0 and -O2 results differ";
+  }
+  SimDevice second;
+  auto q = second.build_pipeline(kBusySource, "busy", opt);
+  EXPECT_EQ(second.build_stats().disk_hits, 1u);
+  EXPECT_EQ(second.build_stats().compiled, 0u);
+  for (int i = 0; i < 3; ++i) run_busy(second, q, 20000);
+  EXPECT_EQ(second.build_stats().promoted, 0u);  // already -O2: nothing to promote
+}
+
+TEST_F(SimDeviceTest, OptLevelSetting) {
+  tmps::CompileOptions opt;
+  ::setenv("TRITON_MPS_SIM_OPT", "2", 1);
+  {
+    SimDevice dev;
+    auto p = dev.build_pipeline(kBusySource, "busy", opt);
+    for (int i = 0; i < 3; ++i) run_busy(dev, p, 20000);
+    EXPECT_EQ(dev.build_stats().compiled, 1u);
+    EXPECT_EQ(dev.build_stats().promoted, 0u);
+  }
+  ::setenv("TRITON_MPS_SIM_OPT", "0", 1);
+  {
+    SimDevice dev;
+    opt.math_mode = tmps::MathMode::Fast;  // another entry
+    auto p = dev.build_pipeline(kBusySource, "busy", opt);
+    for (int i = 0; i < 3; ++i) run_busy(dev, p, 20000);
+    EXPECT_EQ(dev.build_stats().compiled, 1u);
+    EXPECT_EQ(dev.build_stats().promoted, 0u);
+  }
+  ::setenv("TRITON_MPS_SIM_OPT", "3", 1);
+  {
+    SimDevice dev;
+    opt.math_mode = tmps::MathMode::Safe;
+    EXPECT_THROW(dev.build_pipeline(kReduceSource, "reduce_sum", opt), tmps::InvalidArgument);
+  }
+  ::unsetenv("TRITON_MPS_SIM_OPT");
+}
