@@ -611,11 +611,17 @@ void run_group_loop(Worker& w) {
   auto entry = d.kernel->entry;
   tmps_sim_thread& t = w.single;
   w.cur_thread = &t;
-  uint32_t idx = 0;
+  // Highest thread first, thread 0 last (also in fiber mode): Triton stores a uniform value
+  // from thread 0 only and every thread loads it, so any thread that loads after thread 0's
+  // store would see a value no GPU thread sees (a GPU starts the threadgroup's SIMD-groups
+  // together, lanes in lockstep). Any order is a legal schedule; this one keeps that pattern
+  // (`x = load(p); ...; store(p, f(x))`, a load address computed from x) as on hardware.
+  uint32_t idx = tpg[0] * tpg[1] * tpg[2];
   w.trap.in_kernel = 1;
-  for (uint32_t z = 0; z < tpg[2]; ++z)
-    for (uint32_t y = 0; y < tpg[1]; ++y)
-      for (uint32_t x = 0; x < tpg[0]; ++x, ++idx) {
+  for (uint32_t z = tpg[2]; z-- > 0;)
+    for (uint32_t y = tpg[1]; y-- > 0;)
+      for (uint32_t x = tpg[0]; x-- > 0;) {
+        --idx;
         for (int i = 0; i < 3; ++i) {
           uint32_t local = i == 0 ? x : i == 1 ? y : z;
           t.thread_position_in_threadgroup[i] = local;
@@ -758,8 +764,8 @@ void run_group_fibers(Worker& w) {
           w.runnable.pop_back();
         }
       }
-    } else {  // lane order, each until it blocks
-      for (uint32_t i = 0; i < n; ++i) {
+    } else {  // descending lane order (see run_group_loop), each until it blocks
+      for (uint32_t i = n; i-- > 0;) {
         if (w.lanes[i].state != LaneState::Runnable) continue;
         resume(i);
         if (w.aborting) return;

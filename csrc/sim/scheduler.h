@@ -1,7 +1,7 @@
 // Runs one dispatch of a simulator kernel over a grid of threadgroups.
 //
 // Threadgroups are spread over worker threads; a worker runs one threadgroup at a time with
-// one fiber per GPU thread, resumed in lane order (deterministic). Fibers block in the
+// one fiber per GPU thread, resumed from the last lane to the first (deterministic). Fibers block in the
 // runtime services (barriers, SIMD-group collectives) and the worker releases them once the
 // whole threadgroup / SIMD-group has arrived. Kernels that never synchronise
 // (needs_fibers == 0) run as a plain loop on the worker's own stack.

@@ -161,10 +161,11 @@ std::shared_ptr<KernelLibrary> open_library(const std::string& path, const std::
 
 // Tiering (TRITON_MPS_SIM_OPT): most kernels of a test suite run once, on little data, and their
 // -O2 build is most of their cost, so a kernel is built at -O0 first (about 40% of the build
-// time) and rebuilt at -O2 once it has spent kPromoteAfterNs in dispatches (a -O0 kernel runs
-// several times slower). "auto" (default) does that; "0" keeps -O0; "2" builds -O2 at once.
+// time) and rebuilt at -O2 once it has spent kPromoteAfterNs in dispatches, or before a dispatch of
+// kPromoteThreads threads or more (a -O0 kernel runs several times slower). "auto" (default) does that; "0" keeps -O0; "2" builds -O2 at once.
 enum class Tiering { Auto, Quick, Full };
 constexpr double kPromoteAfterNs = 50e6;
+constexpr uint64_t kPromoteThreads = uint64_t(1) << 22;  // ~4M threads: seconds at -O0
 
 Tiering tiering() {
   const char* v = std::getenv("TRITON_MPS_SIM_OPT");
@@ -283,16 +284,24 @@ class SimPipeline : public Pipeline {
     return variant_;
   }
 
+  // Before a dispatch of `threads` threads: one of kPromoteThreads or more runs long whatever
+  // the build, so a -O0 kernel is rebuilt at -O2 first.
+  void will_run(uint64_t threads) const {
+    if (threads >= kPromoteThreads) promote(0, true);
+  }
   // Accounts a dispatch's run time. Once a -O0 kernel has run kPromoteAfterNs, it is rebuilt at
-  // -O2 (once, here, in the committing thread) and later dispatches run that. A failed -O2
-  // build keeps the -O0 kernel, which computes the same bits, and says so.
-  void ran(double ns) const {
+  // -O2 (once, here, in the committing thread) and later dispatches run that.
+  void ran(double ns) const { promote(ns, false); }
+
+ private:
+  // A failed -O2 build keeps the -O0 kernel, which computes the same bits, and says so.
+  void promote(double ns, bool now) const {
     std::function<std::shared_ptr<KernelLibrary>()> build;
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (!full_build_) return;
       run_ns_ += ns;
-      if (run_ns_ < kPromoteAfterNs) return;
+      if (!now && run_ns_ < kPromoteAfterNs) return;
       build = std::move(full_build_);
       full_build_ = nullptr;
     }
@@ -308,7 +317,6 @@ class SimPipeline : public Pipeline {
     }
   }
 
- private:
   mutable std::mutex mu_;
   mutable std::shared_ptr<const KernelVariant> variant_;
   SourceOrigins origins_;  // Triton source lines of the MSL, for diagnostics
@@ -420,6 +428,9 @@ class SimBatch : public Batch {
       const double start = now_ns();
       try {
         const auto& p = static_cast<const SimPipeline&>(*item.dispatch.pipeline);
+        const auto& g = item.dispatch.threadgroups;
+        const auto& t = item.dispatch.threads_per_group;
+        p.will_run(uint64_t(g[0]) * g[1] * g[2] * t[0] * t[1] * t[2]);
         const std::shared_ptr<const KernelVariant> v = p.variant();
         const LaunchSpec spec = resolve(item.dispatch, p, *v);
         std::unique_lock<std::mutex> one_at_a_time(v->lib->dispatch_mu, std::defer_lock);

@@ -511,7 +511,7 @@ TEST(Scheduler, IntegerDivisionByZeroBecomesError) {
   std::vector<int> out(32);
   LaunchSpec spec = spec_for(k, 1, 32);
   bind(spec, 0, out);
-  expect_error<tmps::DispatchError>([&] { s.run(spec); }, {"division by zero", "'div0'", "thread (0,0,0)"});
+  expect_error<tmps::DispatchError>([&] { s.run(spec); }, {"division by zero", "'div0'", "thread (31,0,0)"});  // the last thread runs first
   check_fill_works(s);
 #else
   GTEST_SKIP() << "integer division by zero does not trap on this architecture";
@@ -567,8 +567,8 @@ std::vector<uint32_t> run_order(unsigned workers) {
 
 TEST(Scheduler, DeterministicLaneOrder) {
   auto a = run_order(1);
-  // Lanes run in order: the first pass logs 0..n-1.
-  for (uint32_t i = 0; i < 96; ++i) ASSERT_EQ(a[i], i);
+  // Lanes run from the last to the first: the first pass logs n-1..0.
+  for (uint32_t i = 0; i < 96; ++i) ASSERT_EQ(a[i], 95 - i);
   EXPECT_EQ(a, run_order(1));
   EXPECT_EQ(a, run_order(2));
 }

@@ -467,3 +467,28 @@ TEST_F(SimDeviceTest, OptLevelSetting) {
   }
   ::unsetenv("TRITON_MPS_SIM_OPT");
 }
+
+// A dispatch of 4M threads or more is run by the -O2 build at once (its -O0 run alone would
+// take seconds).
+TEST_F(SimDeviceTest, HugeDispatchPromotesFirst) {
+  ::unsetenv("TRITON_MPS_SIM_OPT");
+  SimDevice dev;
+  tmps::CompileOptions opt;
+  auto p = dev.build_pipeline(kReduceSource, "scale", opt);
+  const uint32_t n = 1u << 22;
+  std::shared_ptr<tmps::RawBuffer> x = dev.new_buffer(size_t(n) * 4);
+  auto* v = static_cast<float*>(x->contents());
+  for (uint32_t i = 0; i < n; ++i) v[i] = float(i % 1000);
+  const float factor = 0.5f;
+  Dispatch d;
+  d.pipeline = p;
+  d.bindings = {buffer_binding(0, x), bytes_binding(1, factor)};
+  d.threadgroups = {n / 256, 1, 1};
+  d.threads_per_group = {256, 1, 1};
+  auto batch = dev.new_batch();
+  batch->encode(d, nullptr);
+  batch->commit();
+  batch->wait();
+  EXPECT_EQ(dev.build_stats().promoted, 1u);
+  for (uint32_t i = 0; i < n; i += 4099) ASSERT_EQ(v[i], float(i % 1000) * 0.5f);
+}

@@ -228,6 +228,10 @@ TTGIR_PASSES: list[tuple[str, Callable | None]] = [
     ("remove_layout_conversions", lambda pm, o, t: passes.ttgpuir.add_remove_layout_conversions(pm)),
     ("optimize_thread_locality", lambda pm, o, t: passes.ttgpuir.add_optimize_thread_locality(pm)),
     ("remove_layout_conversions", lambda pm, o, t: passes.ttgpuir.add_remove_layout_conversions(pm)),
+    # loops the kernel marks `tl.range(..., flatten=True)` become one loop, as on NVIDIA and AMD
+    ("fuse_nested_loops", _optional(passes.ttgpuir, "add_fuse_nested_loops") and
+     (lambda pm, o, t: passes.ttgpuir.add_fuse_nested_loops(pm))),
+    ("canonicalize", lambda pm, o, t: passes.common.add_canonicalizer(pm)),
     ("triton_licm", lambda pm, o, t: passes.ttir.add_triton_licm(pm)),
     ("canonicalize", lambda pm, o, t: passes.common.add_canonicalizer(pm)),
     ("loop_aware_cse", lambda pm, o, t: passes.ttir.add_loop_aware_cse(pm)),

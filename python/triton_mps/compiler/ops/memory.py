@@ -52,6 +52,24 @@ def addptr(ctx: LoweringContext, op: Op):
     ctx.define(res, lambda r: f"{ctx.expr(p, r)} + {ctx.expr(off, r)}", hint=ctx.hint(res, "ptr"))
 
 
+@lowers("tt.int_to_ptr")
+def int_to_ptr(ctx: LoweringContext, op: Op):
+    # A 64-bit address (e.g. a pointer table loaded as int64) -> a device pointer. Metal casts
+    # scalar 64-bit integers to pointers (not vectors); 32-bit sources are widened first.
+    (src,) = op.operands
+    res = op.results[0]
+    pty = ctx.msl_type(res)
+    ctx.define(res, lambda r: f"(({pty})(ulong)({ctx.expr(src, r)}))", hint=ctx.hint(res, "ptr"))
+
+
+@lowers("tt.ptr_to_int")
+def ptr_to_int(ctx: LoweringContext, op: Op):
+    (src,) = op.operands
+    res = op.results[0]
+    ity = ctx.msl_type(res)
+    ctx.define(res, lambda r: f"(({ity})(ulong)({ctx.expr(src, r)}))", hint=ctx.hint(res, "addr"))
+
+
 def _pointee(ctx: LoweringContext, ptr_value) -> ScalarType:
     pt = elem_of(ptr_value.type)
     if not isinstance(pt, PointerType) or not isinstance(pt.pointee, ScalarType):
