@@ -14,7 +14,8 @@ import numpy as np
 import pytest
 import triton_mps
 
-# Each thread publishes a value in threadgroup memory; the second SIMD-group reads the first's.
+# Each thread publishes a value in threadgroup memory; the first SIMD-group reads the second's
+# (the simulator runs threads from the last to the first, so the writer runs first).
 # `barrier` decides whether a threadgroup_barrier separates the two.
 EXCHANGE = r"""
 #include <metal_stdlib>
@@ -25,7 +26,7 @@ kernel void exchange(device float* out [[buffer(0)]], const device float* x [[bu
                      uint i [[thread_position_in_threadgroup]], uint n [[threads_per_threadgroup]]) {
   if (i >= uint(skip)) tile[i] = x[i];
   if (barrier) threadgroup_barrier(mem_flags::mem_threadgroup);
-  out[i] = i >= 32 ? tile[i - 32] : tile[i];
+  out[i] = i < 32 ? tile[i + 32] : tile[i];
 }
 """
 WRITE_LINE, READ_LINE = 8, 10
@@ -96,19 +97,19 @@ def test_race_between_simd_groups_is_reported_with_both_lines(sim, exchange, rng
         _run_exchange(sim, exchange, rng, barrier=0)
     msg = str(info.value)
     assert "kernel 'exchange': threadgroup memory race" in msg, msg
-    assert "thread (32,0,0) in threadgroup (0,0,0) (SIMD-group 1)" in msg, msg
-    assert f"reads [[threadgroup(0)]] memory at byte 0 at line {READ_LINE}" in msg, msg
-    assert "which SIMD-group 0 wrote" in msg, msg
+    assert "thread (31,0,0) in threadgroup (0,0,0) (SIMD-group 0)" in msg, msg
+    assert f"reads [[threadgroup(0)]] memory at byte 252 at line {READ_LINE}" in msg, msg
+    assert "which SIMD-group 1 wrote" in msg, msg
     assert f"wrote at line {WRITE_LINE}" in msg and "no threadgroup_barrier between them" in msg, msg
     assert "TRITON_MPS_RACECHECK=0" in msg
     # The same kernel with its barrier passes the check and computes the right answer.
     x, out = _run_exchange(sim, exchange, rng, barrier=1)
-    np.testing.assert_array_equal(out, np.concatenate([x[:32], x[:32]]))
+    np.testing.assert_array_equal(out, np.concatenate([x[32:64], x[32:64]]))
 
 
 def test_without_the_check_the_race_goes_unreported(sim, exchange, rng, monkeypatch):
     monkeypatch.setenv("TRITON_MPS_RACECHECK", "0")
-    _run_exchange(sim, exchange, rng, barrier=0)  # lane order happens to hide it
+    _run_exchange(sim, exchange, rng, barrier=0)  # the run order (writers first) happens to hide it
 
 
 def test_uninitialized_threadgroup_read_is_reported(sim, exchange, rng, monkeypatch):
@@ -117,8 +118,8 @@ def test_uninitialized_threadgroup_read_is_reported(sim, exchange, rng, monkeypa
         _run_exchange(sim, exchange, rng, barrier=1, skip=40)  # threads 0-39 write nothing
     msg = str(info.value)
     assert "read of uninitialized threadgroup memory" in msg, msg
-    # thread 0 reads tile[0], which nobody wrote
-    assert "thread (0,0,0)" in msg and "of [[threadgroup(0)]] memory at byte 0" in msg, msg
+    # thread 39 (the first to read an unwritten word, threads running last to first) reads tile[39]
+    assert "thread (39,0,0)" in msg and "of [[threadgroup(0)]] memory at byte 156" in msg, msg
     assert f"at line {READ_LINE}" in msg, msg
 
 
