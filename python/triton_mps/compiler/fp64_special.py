@@ -21,6 +21,7 @@ kernels, the double-double helpers tmps_dd_*) and fp64_bessel.py (J0, J1, Y0, Y1
 from __future__ import annotations
 
 from fractions import Fraction
+from math import factorial
 
 from . import fp64_bessel  # noqa: F401  (registers tmps_f64_bessel)
 from . import fp64_math_ext  # noqa: F401  (registers erfc, expk, log_dd in fp64.LIB)
@@ -98,6 +99,9 @@ static inline int tmps_sp_erfc_k(ulong zh, ulong zl, thread ulong& h, thread ulo
   if (tmps_f64_lt({_lit(27.3)}, zh)) {{ h = 0ul; l = 0ul; return 0; }}  // erfc < 2^-1076
   ulong fh, fl;
   tmps_sp_erfcx_cf(zh, fh, fl);
+  // erfcx(zh + zl) = erfcx(zh) (1 + zl (2 zh - 2 / (sqrt(pi) erfcx(zh)))): zl/zh reaches 2^-54
+  ulong c = tmps_f64_mul(zl, tmps_f64_sub(tmps_f64_add(zh, zh), tmps_f64_div({TSP}, fh)));
+  tmps_dd_add(fh, fl, tmps_f64_mul(fh, c), 0ul, fh, fl);
   ulong sh = tmps_f64_mul(zh, zh), se = tmps_f64_fma(zh, zh, sh ^ {NEG});
   se = tmps_f64_fma(tmps_f64_add(zh, zh), zl, se);  // (zh + zl)^2 = sh + se
   int k = tmps_f64_exp_k(sh ^ {NEG}, se ^ {NEG}, h, l);
@@ -243,6 +247,163 @@ static inline ulong tmps_f64_normcdfinv(ulong p) {{
 }}
 """)
 
+# ---- lgamma, tgamma --------------------------------------------------------------------------
+
+
+def _bernoulli(n: int) -> list[Fraction]:
+    """B_0..B_n (B_1 = -1/2), by the defining recurrence sum_{j<=m} C(m+1, j) B_j = 0."""
+    from math import comb
+    b = [Fraction(1)]
+    for m in range(1, n + 1):
+        b.append(-sum((comb(m + 1, j) * b[j] for j in range(m)), Fraction(0)) / (m + 1))
+    return b
+
+
+_B = _bernoulli(40)
+
+
+def _zeta(s: int, n: int = 16, terms: int = 12) -> Fraction:
+    """zeta(s), s >= 2, by Euler-Maclaurin at N = n (error ~ (2 pi N)^-(2 terms), far below 2^-110)."""
+    z = sum((Fraction(1, k ** s) for k in range(1, n)), Fraction(0))
+    z += Fraction(1, (s - 1) * n ** (s - 1)) + Fraction(1, 2 * n ** s)
+    rise = Fraction(s)  # s (s+1) ... (s + 2j - 2)
+    for j in range(1, terms + 1):
+        z += _B[2 * j] / factorial(2 * j) * rise / Fraction(n) ** (s + 2 * j - 1)
+        rise *= (s + 2 * j - 1) * (s + 2 * j)
+    return z
+
+
+def _dec_frac(d) -> Fraction:
+    return Fraction(str(d))
+
+
+_GAMMA_Q = _dec_frac(fp64_bessel._GAMMA)
+_PI_DEC = fp64_bessel._PI
+HL2PI_H, HL2PI_L = _dd_lits(_dec_frac((2 * _PI_DEC).ln() / 2))  # log(2 pi)/2
+LOGPI_H, LOGPI_L = _dd_lits(_dec_frac(_PI_DEC.ln()))
+PI_H, PI_L = _dd_lits(_PI)
+LGAMMA_TERMS = 30  # lgamma(1 + d) = d sum_k t_k d^(k-1), |d| <= 1/4: 0.25^30/31 < 2^-64 of the first
+_LGT = [-_GAMMA_Q] + [Fraction((-1) ** k) * _zeta(k) / k for k in range(2, LGAMMA_TERMS + 1)]
+STIRLING_TERMS = 18  # z >= 16: the first omitted term is < 1e-32 (absolute accuracy near the zeros)
+_stir_series = fp64_math_ext._series("w2", [_B[2 * k] / (2 * k * (2 * k - 1)) for k in range(1, STIRLING_TERMS + 1)],
+                                     3, "S")
+_lgt_series = fp64_math_ext._series("d", _LGT, 6, "T")
+_sin_series = fp64_math_ext._series("z", [Fraction((-1) ** n, factorial(2 * n + 1)) for n in range(20)], 9, "S")
+_lib("tmps_f64_sp_gamma", ("tmps_f64_log_dd", "tmps_f64_expk", "tmps_f64_sincos"), f"""
+static inline void tmps_sp_lgamma_near(ulong d, thread ulong& h, thread ulong& l) {{
+  // lgamma(1 + d), |d| <= 1/4: d (-gamma + sum_k>=2 (-1)^k zeta(k)/k d^(k-1))
+  ulong dh = d, dl = 0ul;
+{_lgt_series}
+  tmps_dd_mul(Th, Tl, d, 0ul, h, l);
+}}
+static inline void tmps_sp_lgamma_pos(ulong x, thread ulong& h, thread ulong& l) {{
+  // lgamma(x) as a double-double, 0 < x <= 2^900
+  if (tmps_f64_le({_lit(0.75)}, x) && tmps_f64_le(x, {_lit(1.25)})) {{
+    tmps_sp_lgamma_near(tmps_f64_sub(x, {ONE}), h, l);
+    return;
+  }}
+  if (tmps_f64_le({_lit(1.75)}, x) && tmps_f64_le(x, {_lit(2.25)})) {{  // log1p(d) + lgamma(1 + d)
+    ulong d = tmps_f64_sub(x, 0x4000000000000000ul), uh, ul, gh, gl;
+    tmps_sp_lgamma_near(d, h, l);
+    tmps_dd_two_sum({ONE}, d, uh, ul);
+    tmps_f64_log_dd2(uh, ul, gh, gl);
+    tmps_dd_add(h, l, gh, gl, h, l);
+    return;
+  }}
+  // z = x + n >= 16, P = x (x+1) ... (x+n-1): lgamma(x) = lgamma(z) - log P
+  ulong zh = x, zl = 0ul, ph = {ONE}, pl = 0ul;
+  bool shifted = false;
+  while (tmps_f64_lt(zh, {_lit(16.0)})) {{
+    tmps_dd_mul(ph, pl, zh, zl, ph, pl);
+    tmps_dd_add(zh, zl, {ONE}, 0ul, zh, zl);
+    shifted = true;
+  }}
+  // Stirling: (z - 1/2) log z - z + log(2 pi)/2 + sum B_2k / (2k (2k-1) z^(2k-1))
+  ulong lh, ll, ah, al;
+  tmps_f64_log_dd2(zh, zl, lh, ll);
+  tmps_dd_add(zh, zl, 0xbfe0000000000000ul, 0ul, ah, al);
+  tmps_dd_mul(ah, al, lh, ll, h, l);
+  tmps_dd_add(h, l, zh ^ {NEG}, zl ^ {NEG}, h, l);
+  tmps_dd_add(h, l, {HL2PI_H}, {HL2PI_L}, h, l);
+  ulong wh, wl, w2h, w2l;  // the series in double-double: its ~1/(12 z) would cost 2^-60 absolute
+  tmps_dd_div({ONE}, 0ul, zh, zl, wh, wl);
+  tmps_dd_mul(wh, wl, wh, wl, w2h, w2l);
+{_stir_series}
+  tmps_dd_mul(Sh, Sl, wh, wl, Sh, Sl);
+  tmps_dd_add(h, l, Sh, Sl, h, l);
+  if (shifted) {{
+    tmps_f64_log_dd2(ph, pl, lh, ll);
+    tmps_dd_add(h, l, lh ^ {NEG}, ll ^ {NEG}, h, l);
+  }}
+}}
+static inline bool tmps_sp_lgamma_dd(ulong x, thread ulong& h, thread ulong& l, thread bool& neg) {{
+  // finite x != 0, |x| <= 2^900: lgamma(x) = h + l and the sign of gamma(x) (neg);
+  // false at the poles (x a negative integer)
+  neg = false;
+  if ((x >> 63) == 0ul) {{ tmps_sp_lgamma_pos(x, h, l); return true; }}
+  ulong a = x ^ {NEG};
+  if (a >= 0x4330000000000000ul) return false;  // |x| >= 2^52: an integer
+  if (a < 0x3c30000000000000ul) {{  // |x| < 2^-60: -log|x| (gamma x is below 2^-60 relative)
+    tmps_f64_log_dd(a, h, l);
+    h ^= {NEG}; l ^= {NEG};
+    neg = true;
+    return true;
+  }}
+  // reflection: gamma(x) gamma(-x) = -pi / (x sin(pi x)): lgamma(x) = log pi - log|x sin(pi x)| - lgamma(-x)
+  ulong fl = tmps_f64_round_int(a, 1);
+  ulong f = tmps_f64_sub(a, fl);  // exact, in [0, 1)
+  if (f == 0ul) return false;
+  neg = (tmps_f64_to_i(fl, 64) & 1l) == 0l;
+  ulong g = tmps_f64_le(f, 0x3fe0000000000000ul) ? f : tmps_f64_sub({ONE}, f);  // sin(pi f) = sin(pi g), exact
+  ulong th, tl, zh, zl;  // sin(t), t = pi g <= pi/2, by its Taylor series in double-double (~2^-100)
+  tmps_dd_mul(g, 0ul, {PI_H}, {PI_L}, th, tl);
+  tmps_dd_mul(th, tl, th, tl, zh, zl);
+{_sin_series}
+  tmps_dd_mul(Sh, Sl, th, tl, Sh, Sl);
+  ulong sh, sl;
+  tmps_dd_mul(Sh, Sl, a, 0ul, sh, sl);
+  ulong qh, ql, gh, gl;
+  tmps_f64_log_dd2(sh, sl, qh, ql);
+  tmps_sp_lgamma_pos(a, gh, gl);
+  tmps_dd_add({LOGPI_H}, {LOGPI_L}, qh ^ {NEG}, ql ^ {NEG}, h, l);
+  tmps_dd_add(h, l, gh ^ {NEG}, gl ^ {NEG}, h, l);
+  return true;
+}}
+static inline ulong tmps_f64_lgamma(ulong x) {{
+  if (tmps_f64_isnan(x)) return x | 0x0008000000000000ul;
+  ulong a = x & 0x7ffffffffffffffful;
+  if (a == 0ul || a == {INF}) return {INF};
+  if (a > {_lit(2.0 ** 900)}) {{  // x (log x - 1) (the rest is below 2^-880 relative); poles for x < 0
+    if ((x >> 63) != 0ul) return {INF};
+    ulong lh, ll;
+    tmps_f64_log_dd(x, lh, ll);
+    tmps_dd_add(lh, ll, 0xbff0000000000000ul, 0ul, lh, ll);
+    return tmps_f64_fma(x, lh, tmps_f64_mul(x, ll));
+  }}
+  ulong h, l;
+  bool neg;
+  if (!tmps_sp_lgamma_dd(x, h, l, neg)) return {INF};
+  return tmps_f64_add(h, l);
+}}
+static inline ulong tmps_f64_tgamma(ulong x) {{
+  if (tmps_f64_isnan(x)) return x | 0x0008000000000000ul;
+  ulong a = x & 0x7ffffffffffffffful, sign = x & {NEG};
+  if (a == 0ul) return sign | {INF};
+  if (x == {INF}) return x;
+  if (tmps_f64_lt({_lit(171.7)}, x)) return {INF};
+  if (sign != 0ul && tmps_f64_lt({_lit(190.0)}, a)) {{  // |gamma| < 2^-1100 (or a pole: NaN)
+    if (a >= 0x4330000000000000ul || tmps_f64_round_int(a, 1) == a) return {NAN};
+    return (tmps_f64_to_i(tmps_f64_round_int(a, 1), 64) & 1l) == 0l ? {NEG} : 0ul;
+  }}
+  ulong h, l;
+  bool neg;
+  if (!tmps_sp_lgamma_dd(x, h, l, neg)) return {NAN};
+  int k = tmps_f64_exp_k(h, l, h, l);
+  ulong r = tmps_f64_ldexp(tmps_f64_add(h, l), k);
+  return neg ? r ^ {NEG} : r;
+}}
+""")
+
 # libdevice symbol (language/libdevice.py) -> (binary64 expression over `{0}` (ulong bits), library entry)
 CALLS: dict[str, tuple[str, str]] = {
     "tmps_erfinv": ("tmps_f64_erfinv({0})", "tmps_f64_sp_erf"),
@@ -250,4 +411,6 @@ CALLS: dict[str, tuple[str, str]] = {
     "tmps_erfcx": ("tmps_f64_erfcx({0})", "tmps_f64_sp_erf"),
     "tmps_normcdf": ("tmps_f64_normcdf({0})", "tmps_f64_sp_erf"),
     "tmps_normcdfinv": ("tmps_f64_normcdfinv({0})", "tmps_f64_sp_erf"),
+    "tmps_lgamma": ("tmps_f64_lgamma({0})", "tmps_f64_sp_gamma"),
+    "tmps_tgamma": ("tmps_f64_tgamma({0})", "tmps_f64_sp_gamma"),
 }

@@ -133,7 +133,7 @@ for _name, _sym in _BESSEL.items():
     _G[_name] = _fn1(_name, {(t, ): (_sym, t) for t in (*_F, "fp64")})
 
 # ---- special functions: every float type, in software float64 (compiler/fp64_special.py) ----
-_SPECIAL = ("erfinv", "erfcinv", "erfcx", "normcdf", "normcdfinv")
+_SPECIAL = ("erfinv", "erfcinv", "erfcx", "normcdf", "normcdfinv", "lgamma", "tgamma")
 for _name in _SPECIAL:
     _G[_name] = _fn1(_name, {(t, ): (f"tmps_{_name}", t) for t in (*_F, "fp64")})
 
