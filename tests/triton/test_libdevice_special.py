@@ -54,6 +54,19 @@ def _gamma(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
 GAMMA = ["lgamma", "tgamma"]
 
 
+@triton.jit
+def _jnyn(x_ptr, n_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    x = tl.load(x_ptr + offs, mask=m)
+    k = tl.load(n_ptr + offs, mask=m)
+    tl.store(out_ptr + 0 * n + offs, libdevice.jn(k, x), mask=m)
+    tl.store(out_ptr + 1 * n + offs, libdevice.yn(k, x), mask=m)
+
+
+JNYN = ["jn", "yn"]
+
+
 def _erfcinv(q):
     # the root of log erfc(x) = log q (relative in the far tail), started from the asymptote
     q = mp.mpf(q)
@@ -116,6 +129,24 @@ def _exact(name: str, x: float):
             return mp.loggamma(xm) if x > 0 else mp.log(abs(mp.gamma(xm)))
         return mp.gamma(xm)
     raise KeyError(name)
+
+
+def _exact2(name: str, n: int, x: float):
+    if math.isnan(x):
+        return math.nan
+    if name == "yn":
+        if x < 0:
+            return math.nan
+        if x == 0:
+            return -math.inf if n >= 0 or n % 2 == 0 else math.inf
+        if math.isinf(x):
+            return 0.0
+        return mp.bessely(n, x)
+    if math.isinf(x):
+        return 0.0
+    if x == 0:
+        return 1.0 if n == 0 else 0.0
+    return mp.besselj(n, x)
 
 
 def ulp_error(got: float, want, dtype) -> float:

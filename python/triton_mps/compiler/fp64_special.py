@@ -282,6 +282,7 @@ _PI_DEC = fp64_bessel._PI
 HL2PI_H, HL2PI_L = _dd_lits(_dec_frac((2 * _PI_DEC).ln() / 2))  # log(2 pi)/2
 LOGPI_H, LOGPI_L = _dd_lits(_dec_frac(_PI_DEC.ln()))
 PI_H, PI_L = _dd_lits(_PI)
+LN2_H, LN2_L = fp64_math_ext.LN2_H, fp64_math_ext.LN2_L
 LGAMMA_TERMS = 30  # lgamma(1 + d) = d sum_k t_k d^(k-1), |d| <= 1/4: 0.25^30/31 < 2^-64 of the first
 _LGT = [-_GAMMA_Q] + [Fraction((-1) ** k) * _zeta(k) / k for k in range(2, LGAMMA_TERMS + 1)]
 STIRLING_TERMS = 18  # z >= 16: the first omitted term is < 1e-32 (absolute accuracy near the zeros)
@@ -404,6 +405,110 @@ static inline ulong tmps_f64_tgamma(ulong x) {{
 }}
 """)
 
+# ---- jn, yn ---------------------------------------------------------------------------------
+_lib("tmps_f64_sp_jn", ("tmps_f64_bessel", "tmps_f64_minmax", "tmps_f64_sp_gamma"), f"""
+static inline void tmps_sp_two_over(ulong ax, thread ulong& h, thread ulong& l) {{
+  // 2/ax as a double-double (the recurrence coefficients 2k/x = k (h + l), rounded once)
+  h = tmps_f64_div(0x4000000000000000ul, ax);
+  l = tmps_f64_div(tmps_f64_fma(h ^ {NEG}, ax, 0x4000000000000000ul), ax);
+}}
+static inline ulong tmps_f64_jn(int n, ulong x) {{
+  if (tmps_f64_isnan(x)) return x | 0x0008000000000000ul;
+  long nn = (long)n;
+  bool flip = false;
+  if (nn < 0) {{ nn = -nn; flip = (nn & 1l) != 0l; }}  // J_-n = (-1)^n J_n
+  ulong ax = x & 0x7ffffffffffffffful;
+  if ((x >> 63) != 0ul && (nn & 1l) != 0l) flip = !flip;  // J_n(-x) = (-1)^n J_n(x)
+  ulong r;
+  if (ax == {INF}) r = 0ul;
+  else if (ax < 0x3e20000000000000ul) {{  // |x| < 2^-29: (x/2)^n / n! (the next term is < 2^-60 relative)
+    if (nn == 0l) r = {ONE};
+    else if (ax == 0ul) r = 0ul;
+    else {{
+      ulong lh, ll, gh, gl;
+      tmps_f64_log_dd(ax, lh, ll);
+      tmps_dd_add(lh, ll, {LN2_H} ^ {NEG}, {LN2_L} ^ {NEG}, lh, ll);
+      tmps_dd_mul(lh, ll, tmps_f64_from_i64(nn), 0ul, lh, ll);
+      if (tmps_f64_lt(lh, {_lit(-1100.0)})) r = 0ul;
+      else {{
+        tmps_sp_lgamma_pos(tmps_f64_from_i64(nn + 1l), gh, gl);
+        tmps_dd_add(lh, ll, gh ^ {NEG}, gl ^ {NEG}, lh, ll);
+        int k = tmps_f64_exp_k(lh, ll, lh, ll);
+        r = tmps_f64_ldexp(tmps_f64_add(lh, ll), k);
+      }}
+    }}
+  }} else {{
+    ulong th, tl;
+    tmps_sp_two_over(ax, th, tl);
+    ulong top = tmps_f64_maxnum(tmps_f64_from_i64(nn), {_lit(30.0)});
+    if (tmps_f64_lt(top, ax) && nn <= 1l) r = tmps_f64_bessel_jy(ax, (int)nn, false);
+    else if (tmps_f64_lt(top, ax)) {{
+      // x > max(n, 30): forward from J0, J1 (stable while k < x)
+      ulong bm = tmps_f64_bessel_jy(ax, 0, false), b = tmps_f64_bessel_jy(ax, 1, false);
+      for (long k = 1l; k < nn; ++k) {{
+        ulong kd = tmps_f64_from_i64(k);
+        ulong c = tmps_f64_fma(kd, th, tmps_f64_mul(kd, tl));
+        ulong bp = tmps_f64_fma(c, b, bm ^ {NEG});
+        bm = b;
+        b = bp;
+      }}
+      r = b;
+    }} else {{
+      // Miller: backward from b_m = 1, b_m+1 = 0, normalized by J0 + 2 (J2 + J4 + ...) = 1
+      // start m: J_m / J_t < 1e-17 for t = max(n, x) needs m - t > ~15 (t/2)^(1/3) (the Airy zone)
+      long xi = tmps_f64_to_i(ax, 64);
+      long t = nn > xi ? nn : xi;
+      long m = t + 60l + t / 8l;
+      m += m & 1l;  // even
+      ulong bp = 0ul, b = {ONE}, sum = 0ul, ans = 0ul;
+      for (long k = m; k > 0l; --k) {{
+        // b = b_k, bp = b_k+1
+        if ((k & 1l) == 0l) sum = tmps_f64_add(sum, b);
+        if (k == nn) ans = b;
+        ulong kd = tmps_f64_from_i64(k);
+        ulong c = tmps_f64_fma(kd, th, tmps_f64_mul(kd, tl));
+        ulong bm = tmps_f64_fma(c, b, bp ^ {NEG});
+        bp = b;
+        b = bm;
+        if ((b & 0x7ffffffffffffffful) > 0x6570000000000000ul) {{  // |b| > 2^600: rescale everything
+          b = tmps_f64_ldexp(b, -600); bp = tmps_f64_ldexp(bp, -600);
+          sum = tmps_f64_ldexp(sum, -600); ans = tmps_f64_ldexp(ans, -600);
+        }}
+      }}
+      // b = b_0
+      r = tmps_f64_div(nn == 0l ? b : ans, tmps_f64_fma(sum, 0x4000000000000000ul, b));
+    }}
+  }}
+  return flip ? r ^ {NEG} : r;
+}}
+static inline ulong tmps_f64_yn(int n, ulong x) {{
+  if (tmps_f64_isnan(x)) return x | 0x0008000000000000ul;
+  long nn = (long)n;
+  bool flip = false;
+  if (nn < 0) {{ nn = -nn; flip = (nn & 1l) != 0l; }}  // Y_-n = (-1)^n Y_n
+  ulong r;
+  if ((x & 0x7ffffffffffffffful) == 0ul) r = 0xfff0000000000000ul;
+  else if ((x >> 63) != 0ul) return {NAN};
+  else if (nn <= 1l) r = tmps_f64_bessel_jy(x, (int)nn, true);
+  else if (x == {INF}) r = 0ul;
+  else {{
+    // forward from Y0, Y1 (Y is the dominant solution: stable), until it overflows
+    ulong th, tl;
+    tmps_sp_two_over(x, th, tl);
+    ulong bm = tmps_f64_bessel_jy(x, 0, true), b = tmps_f64_bessel_jy(x, 1, true);
+    for (long k = 1l; k < nn && (b & 0x7ffffffffffffffful) != {INF}; ++k) {{
+      ulong kd = tmps_f64_from_i64(k);
+      ulong c = tmps_f64_fma(kd, th, tmps_f64_mul(kd, tl));
+      ulong bp = tmps_f64_fma(c, b, bm ^ {NEG});
+      bm = b;
+      b = bp;
+    }}
+    r = b;
+  }}
+  return flip ? r ^ {NEG} : r;
+}}
+""")
+
 # libdevice symbol (language/libdevice.py) -> (binary64 expression over `{0}` (ulong bits), library entry)
 CALLS: dict[str, tuple[str, str]] = {
     "tmps_erfinv": ("tmps_f64_erfinv({0})", "tmps_f64_sp_erf"),
@@ -413,4 +518,7 @@ CALLS: dict[str, tuple[str, str]] = {
     "tmps_normcdfinv": ("tmps_f64_normcdfinv({0})", "tmps_f64_sp_erf"),
     "tmps_lgamma": ("tmps_f64_lgamma({0})", "tmps_f64_sp_gamma"),
     "tmps_tgamma": ("tmps_f64_tgamma({0})", "tmps_f64_sp_gamma"),
+    # {1}: the int32 order
+    "tmps_jn": ("tmps_f64_jn({1}, {0})", "tmps_f64_sp_jn"),
+    "tmps_yn": ("tmps_f64_yn({1}, {0})", "tmps_f64_sp_jn"),
 }
