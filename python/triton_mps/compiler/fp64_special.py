@@ -406,11 +406,90 @@ static inline ulong tmps_f64_tgamma(ulong x) {{
 """)
 
 # ---- jn, yn ---------------------------------------------------------------------------------
+MILLER_X = 30.0  # Miller's recurrence (and Y0, Y1 from its J's) for x <= max(n, MILLER_X)
+_RECIP = [_frac_to_dd(Fraction(1, k)) for k in range(1, 49)]  # 1/k, k <= (m = 30 + 60 + 3) / 2
+_recip_tab = ", ".join(f"{_lit(h)}, {_lit(lo)}" for h, lo in _RECIP)
+TWO_OVER_PI_H, TWO_OVER_PI_L = _dd_lits(2 / _PI)
+GAMMA_H, GAMMA_L = _dd_lits(_GAMMA_Q)
 _lib("tmps_f64_sp_jn", ("tmps_f64_bessel", "tmps_f64_minmax", "tmps_f64_sp_gamma"), f"""
+constant ulong tmps_sp_recip[{2 * len(_RECIP)}] = {{{_recip_tab}}};
+static inline void tmps_sp_coef(ulong th, ulong tl, long k, thread ulong& ch, thread ulong& cl) {{
+  // 2k/x = k (th + tl) as a double-double
+  ulong kd = tmps_f64_from_i64(k);
+  ch = tmps_f64_mul(kd, th);
+  cl = tmps_f64_fma(kd, tl, tmps_f64_fma(kd, th, ch ^ {NEG}));
+}}
 static inline void tmps_sp_two_over(ulong ax, thread ulong& h, thread ulong& l) {{
-  // 2/ax as a double-double (the recurrence coefficients 2k/x = k (h + l), rounded once)
+  // 2/ax as a double-double
   h = tmps_f64_div(0x4000000000000000ul, ax);
   l = tmps_f64_div(tmps_f64_fma(h ^ {NEG}, ax, 0x4000000000000000ul), ax);
+}}
+static inline void tmps_sp_miller(ulong ax, long nn, bool neumann, thread ulong& ah, thread ulong& al,
+                                  thread ulong& sh, thread ulong& sl, thread ulong& b0h, thread ulong& b0l,
+                                  thread ulong& b1h, thread ulong& b1l, thread ulong& wh, thread ulong& wl) {{
+  // Miller: b_(k-1) = (2k/x) b_k - b_(k+1) from b_m = 1, b_(m+1) = 0, in double-double; then
+  // J_k(x) = b_k / S with S = b_0 + 2 (b_2 + b_4 + ...). a = b_nn, b0, b1, S and (neumann, for
+  // Y0) w = sum_k>=1 (-1)^(k+1) b_2k / k. 2^-29 <= ax <= max(nn, 30).
+  ulong th, tl;
+  tmps_sp_two_over(ax, th, tl);
+  // start m: J_m / J_t < 1e-17 for t = max(n, x) needs m - t > ~15 (t/2)^(1/3) (the Airy zone)
+  long xi = tmps_f64_to_i(ax, 64);
+  long t = nn > xi ? nn : xi;
+  long m = t + 60l + t / 8l;
+  m += m & 1l;  // even
+  ulong bh = {ONE}, bl = 0ul, ph = 0ul, pl = 0ul;
+  sh = 0ul; sl = 0ul; ah = 0ul; al = 0ul; wh = 0ul; wl = 0ul; b1h = 0ul; b1l = 0ul;
+  for (long k = m; k > 0l; --k) {{  // (bh, bl) = b_k, (ph, pl) = b_k+1
+    if ((k & 1l) == 0l) {{
+      tmps_dd_add(sh, sl, bh, bl, sh, sl);
+      if (neumann) {{
+        long j = k / 2l;
+        ulong qh, ql;
+        tmps_dd_mul(bh, bl, tmps_sp_recip[2 * (j - 1)], tmps_sp_recip[2 * (j - 1) + 1], qh, ql);
+        if ((j & 1l) == 0l) {{ qh ^= {NEG}; ql ^= {NEG}; }}
+        tmps_dd_add(wh, wl, qh, ql, wh, wl);
+      }}
+    }}
+    if (k == nn) {{ ah = bh; al = bl; }}
+    if (k == 1l) {{ b1h = bh; b1l = bl; }}
+    ulong ch, cl, nh, nl;
+    tmps_sp_coef(th, tl, k, ch, cl);
+    tmps_dd_mul(ch, cl, bh, bl, nh, nl);
+    tmps_dd_add(nh, nl, ph ^ {NEG}, pl ^ {NEG}, nh, nl);
+    ph = bh; pl = bl; bh = nh; bl = nl;
+    if ((bh & 0x7ffffffffffffffful) > 0x6570000000000000ul) {{  // |b| > 2^600: rescale everything
+      bh = tmps_f64_ldexp(bh, -600); bl = tmps_f64_ldexp(bl, -600);
+      ph = tmps_f64_ldexp(ph, -600); pl = tmps_f64_ldexp(pl, -600);
+      sh = tmps_f64_ldexp(sh, -600); sl = tmps_f64_ldexp(sl, -600);
+      ah = tmps_f64_ldexp(ah, -600); al = tmps_f64_ldexp(al, -600);
+      wh = tmps_f64_ldexp(wh, -600); wl = tmps_f64_ldexp(wl, -600);
+      b1h = tmps_f64_ldexp(b1h, -600); b1l = tmps_f64_ldexp(b1l, -600);
+    }}
+  }}
+  b0h = bh; b0l = bl;
+  if (nn == 0l) {{ ah = bh; al = bl; }}
+  tmps_dd_add(tmps_f64_ldexp(sh, 1), tmps_f64_ldexp(sl, 1), bh, bl, sh, sl);
+}}
+static inline ulong tmps_sp_forward(ulong ax, long nn, ulong bmh, ulong bml, ulong bh, ulong bl) {{
+  // b_(k+1) = (2k/x) b_k - b_(k-1) from (b_0, b_1) to b_nn, nn >= 2, in double-double, scaled by
+  // 2^e against overflow (J below x, Y everywhere: the growing solutions)
+  ulong th, tl;
+  tmps_sp_two_over(ax, th, tl);
+  int e = 0;
+  for (long k = 1l; k < nn; ++k) {{
+    ulong ch, cl, nh, nl;
+    tmps_sp_coef(th, tl, k, ch, cl);
+    tmps_dd_mul(ch, cl, bh, bl, nh, nl);
+    tmps_dd_add(nh, nl, bmh ^ {NEG}, bml ^ {NEG}, nh, nl);
+    bmh = bh; bml = bl; bh = nh; bl = nl;
+    if ((bh & 0x7ffffffffffffffful) > 0x6570000000000000ul) {{
+      bh = tmps_f64_ldexp(bh, -600); bl = tmps_f64_ldexp(bl, -600);
+      bmh = tmps_f64_ldexp(bmh, -600); bml = tmps_f64_ldexp(bml, -600);
+      e += 600;
+      if (e > 1200) return (bh & {NEG}) | {INF};
+    }}
+  }}
+  return tmps_f64_ldexp(tmps_f64_add(bh, bl), e);
 }}
 static inline ulong tmps_f64_jn(int n, ulong x) {{
   if (tmps_f64_isnan(x)) return x | 0x0008000000000000ul;
@@ -437,48 +516,14 @@ static inline ulong tmps_f64_jn(int n, ulong x) {{
         r = tmps_f64_ldexp(tmps_f64_add(lh, ll), k);
       }}
     }}
-  }} else {{
-    ulong th, tl;
-    tmps_sp_two_over(ax, th, tl);
-    ulong top = tmps_f64_maxnum(tmps_f64_from_i64(nn), {_lit(30.0)});
-    if (tmps_f64_lt(top, ax) && nn <= 1l) r = tmps_f64_bessel_jy(ax, (int)nn, false);
-    else if (tmps_f64_lt(top, ax)) {{
-      // x > max(n, 30): forward from J0, J1 (stable while k < x)
-      ulong bm = tmps_f64_bessel_jy(ax, 0, false), b = tmps_f64_bessel_jy(ax, 1, false);
-      for (long k = 1l; k < nn; ++k) {{
-        ulong kd = tmps_f64_from_i64(k);
-        ulong c = tmps_f64_fma(kd, th, tmps_f64_mul(kd, tl));
-        ulong bp = tmps_f64_fma(c, b, bm ^ {NEG});
-        bm = b;
-        b = bp;
-      }}
-      r = b;
-    }} else {{
-      // Miller: backward from b_m = 1, b_m+1 = 0, normalized by J0 + 2 (J2 + J4 + ...) = 1
-      // start m: J_m / J_t < 1e-17 for t = max(n, x) needs m - t > ~15 (t/2)^(1/3) (the Airy zone)
-      long xi = tmps_f64_to_i(ax, 64);
-      long t = nn > xi ? nn : xi;
-      long m = t + 60l + t / 8l;
-      m += m & 1l;  // even
-      ulong bp = 0ul, b = {ONE}, sum = 0ul, ans = 0ul;
-      for (long k = m; k > 0l; --k) {{
-        // b = b_k, bp = b_k+1
-        if ((k & 1l) == 0l) sum = tmps_f64_add(sum, b);
-        if (k == nn) ans = b;
-        ulong kd = tmps_f64_from_i64(k);
-        ulong c = tmps_f64_fma(kd, th, tmps_f64_mul(kd, tl));
-        ulong bm = tmps_f64_fma(c, b, bp ^ {NEG});
-        bp = b;
-        b = bm;
-        if ((b & 0x7ffffffffffffffful) > 0x6570000000000000ul) {{  // |b| > 2^600: rescale everything
-          b = tmps_f64_ldexp(b, -600); bp = tmps_f64_ldexp(bp, -600);
-          sum = tmps_f64_ldexp(sum, -600); ans = tmps_f64_ldexp(ans, -600);
-        }}
-      }}
-      // b = b_0
-      r = tmps_f64_div(nn == 0l ? b : ans, tmps_f64_fma(sum, 0x4000000000000000ul, b));
-    }}
-  }}
+  }} else if (tmps_f64_le(ax, tmps_f64_maxnum(tmps_f64_from_i64(nn), {_lit(MILLER_X)}))) {{
+    ulong ah, al, sh, sl, b0h, b0l, b1h, b1l, wh, wl;
+    tmps_sp_miller(ax, nn, false, ah, al, sh, sl, b0h, b0l, b1h, b1l, wh, wl);
+    tmps_dd_div(ah, al, sh, sl, ah, al);
+    r = tmps_f64_add(ah, al);
+  }} else if (nn <= 1l) r = tmps_f64_bessel_jy(ax, (int)nn, false);
+  else  // x > max(n, 30): forward from J0, J1 (Hankel's expansion)
+    r = tmps_sp_forward(ax, nn, tmps_f64_bessel_jy(ax, 0, false), 0ul, tmps_f64_bessel_jy(ax, 1, false), 0ul);
   return flip ? r ^ {NEG} : r;
 }}
 static inline ulong tmps_f64_yn(int n, ulong x) {{
@@ -489,21 +534,57 @@ static inline ulong tmps_f64_yn(int n, ulong x) {{
   ulong r;
   if ((x & 0x7ffffffffffffffful) == 0ul) r = 0xfff0000000000000ul;
   else if ((x >> 63) != 0ul) return {NAN};
-  else if (nn <= 1l) r = tmps_f64_bessel_jy(x, (int)nn, true);
   else if (x == {INF}) r = 0ul;
-  else {{
-    // forward from Y0, Y1 (Y is the dominant solution: stable), until it overflows
-    ulong th, tl;
-    tmps_sp_two_over(x, th, tl);
-    ulong bm = tmps_f64_bessel_jy(x, 0, true), b = tmps_f64_bessel_jy(x, 1, true);
-    for (long k = 1l; k < nn && (b & 0x7ffffffffffffffful) != {INF}; ++k) {{
-      ulong kd = tmps_f64_from_i64(k);
-      ulong c = tmps_f64_fma(kd, th, tmps_f64_mul(kd, tl));
-      ulong bp = tmps_f64_fma(c, b, bm ^ {NEG});
-      bm = b;
-      b = bp;
+  else if (nn >= 1l && x < 0x0030000000000000ul) r = 0xfff0000000000000ul;  // x < 2^-1020: -2/(pi x) overflows
+  else if (nn >= 2l && x < 0x3e20000000000000ul) {{
+    // x < 2^-29: -(n-1)!/pi (2/x)^n (the next term is < 2^-60 relative), in the log domain
+    ulong lh, ll, gh, gl;
+    tmps_f64_log_dd(x, lh, ll);
+    tmps_dd_add({LN2_H}, {LN2_L}, lh ^ {NEG}, ll ^ {NEG}, lh, ll);
+    tmps_dd_mul(lh, ll, tmps_f64_from_i64(nn), 0ul, lh, ll);
+    if (tmps_f64_lt({_lit(800.0)}, lh)) r = 0xfff0000000000000ul;
+    else {{
+      tmps_sp_lgamma_pos(tmps_f64_from_i64(nn), gh, gl);
+      tmps_dd_add(lh, ll, gh, gl, lh, ll);
+      tmps_dd_add(lh, ll, {LOGPI_H} ^ {NEG}, {LOGPI_L} ^ {NEG}, lh, ll);
+      if (tmps_f64_lt({_lit(710.0)}, lh)) r = 0xfff0000000000000ul;
+      else {{
+        int k = tmps_f64_exp_k(lh, ll, lh, ll);
+        r = tmps_f64_ldexp(tmps_f64_add(lh, ll), k) ^ {NEG};
+      }}
     }}
-    r = b;
+  }} else {{
+    ulong y0h, y0l, y1h, y1l;
+    if (tmps_f64_lt({_lit(MILLER_X)}, x)) {{  // Hankel's expansion
+      y0h = tmps_f64_bessel_jy(x, 0, true); y0l = 0ul;
+      y1h = tmps_f64_bessel_jy(x, 1, true); y1l = 0ul;
+    }} else {{
+      // Y0 = 2/pi [(log(x/2) + gamma) J0 + 2 sum_k>=1 (-1)^(k+1) J_2k / k] (Neumann), Y1 from the
+      // Wronskian J1 Y0 - J0 Y1 = 2/(pi x), all in double-double (J from Miller, exact for small x: J0 = 1)
+      ulong j0h = {ONE}, j0l = 0ul, j1h = tmps_f64_mul(x, 0x3fe0000000000000ul), j1l = 0ul, wh = 0ul, wl = 0ul;
+      if (x >= 0x3e20000000000000ul) {{
+        ulong ah, al, sh, sl, b0h, b0l, b1h, b1l;
+        tmps_sp_miller(x, 1l, true, ah, al, sh, sl, b0h, b0l, b1h, b1l, wh, wl);
+        tmps_dd_div(b0h, b0l, sh, sl, j0h, j0l);
+        tmps_dd_div(b1h, b1l, sh, sl, j1h, j1l);
+        tmps_dd_div(wh, wl, sh, sl, wh, wl);
+      }}
+      ulong lh, ll;
+      tmps_f64_log_dd(x, lh, ll);
+      tmps_dd_add(lh, ll, {LN2_H} ^ {NEG}, {LN2_L} ^ {NEG}, lh, ll);
+      tmps_dd_add(lh, ll, {GAMMA_H}, {GAMMA_L}, lh, ll);
+      tmps_dd_mul(lh, ll, j0h, j0l, y0h, y0l);
+      tmps_dd_add(y0h, y0l, tmps_f64_ldexp(wh, 1), tmps_f64_ldexp(wl, 1), y0h, y0l);
+      tmps_dd_mul(y0h, y0l, {TWO_OVER_PI_H}, {TWO_OVER_PI_L}, y0h, y0l);
+      ulong qh, ql;
+      tmps_dd_div({TWO_OVER_PI_H}, {TWO_OVER_PI_L}, x, 0ul, qh, ql);
+      tmps_dd_mul(j1h, j1l, y0h, y0l, y1h, y1l);
+      tmps_dd_add(y1h, y1l, qh ^ {NEG}, ql ^ {NEG}, y1h, y1l);
+      tmps_dd_div(y1h, y1l, j0h, j0l, y1h, y1l);
+    }}
+    if (nn == 0l) r = tmps_f64_add(y0h, y0l);
+    else if (nn == 1l) r = tmps_f64_add(y1h, y1l);
+    else r = tmps_sp_forward(x, nn, y0h, y0l, y1h, y1l);
   }}
   return flip ? r ^ {NEG} : r;
 }}
