@@ -67,6 +67,13 @@ def _jnyn(x_ptr, n_ptr, out_ptr, n, BLOCK: tl.constexpr):
 JNYN = ["jn", "yn"]
 
 
+@triton.jit
+def _rcp64h(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    tl.store(out_ptr + offs, libdevice.rcp64h(tl.load(x_ptr + offs, mask=m)), mask=m)
+
+
 def _erfcinv(q):
     # the root of log erfc(x) = log q (relative in the far tail), started from the asymptote
     q = mp.mpf(q)
@@ -242,3 +249,83 @@ def test_unary(mps_driver, family, dtype):
     errs = max_errors(names, x.double().numpy(), got, dtype, _exact, ABS64 if dtype == torch.float64 else None)
     bad = {k: v for k, v in errs.items() if not v[0] <= (BOUND[dtype] or ULP64[k])}
     assert not bad, f"{dtype}: {bad}"
+
+
+def _jn_inputs(rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray]:
+    orders = rng.integers(-4, 40, n).astype(np.int32)
+    orders[: n // 6] = rng.integers(40, 300, n // 6)
+    k = n // 3
+    xs = np.concatenate([rng.uniform(0.0, 40.0, k), rng.uniform(-8.0, 8.0, n // 6),
+                         np.exp2(rng.uniform(-40, 13, n - k - n // 6))])
+    xs = rng.permutation(xs)
+    special = [(0, 0.0), (1, -0.0), (2, 0.0), (-3, 0.0), (0, np.inf), (3, -np.inf), (5, np.nan), (250, 1e-300),
+               (7, 1e-300), (2, -1.0), (-1, 2.5), (-2, 2.5), (0, 2.404825557695773), (1, 3.8317059702075125),
+               (1000, 10.0), (30, 30.0), (31, 30.5), (2, 30.5), (100, 150.0)]
+    for i, (o, v) in enumerate(special):
+        orders[i], xs[i] = o, v
+    return orders, xs
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32, torch.float16, torch.bfloat16])
+def test_jn_yn(mps_driver, dtype):
+    dev = mps_driver.get_active_torch_device()
+    n = N // 2 if dtype in (torch.float64, torch.float32) else N // 4
+    orders, xs = _jn_inputs(np.random.default_rng(), n)
+    x = torch.from_numpy(xs).to(dtype)
+    out = torch.full((2 * n,), POISON, dtype=dtype, device=dev)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        _jnyn[(triton.cdiv(n, BLOCK),)](x.to(dev), torch.from_numpy(orders).to(dev), out, n, BLOCK=BLOCK)
+    got = out.cpu().double().numpy().reshape(2, n)
+    mp.prec = 160
+    xd = x.double().numpy()
+    bad = []
+    for i, name in enumerate(JNYN):
+        for j in range(n):
+            want = _exact2(name, int(orders[j]), float(xd[j]))
+            e = ulp_error(float(got[i, j]), want, dtype)
+            if dtype == torch.float64:
+                # beyond x = 30 the seeds J0, J1, Y0, Y1 come from fp64_bessel.py's Hankel expansion
+                # in double: a few ulp of the amplitude (measured <= 2.8e-17 absolute near the zeros)
+                ok = e <= 1.0 or (abs(xd[j]) > 30 and (e <= 4.0 or abs(mp.mpf(float(got[i, j])) - want) <= 2.0 ** -54))
+            else:
+                ok = e <= BOUND[dtype]
+            if not ok:
+                bad.append(f"{name}({orders[j]}, {xd[j]!r}) = {got[i, j]!r}: {e:.2f} ulp")
+    assert not bad, f"{dtype}: {len(bad)} wrong: " + "; ".join(bad[:10])
+
+
+def _rcp64h_model(x: float) -> float:
+    """The documented semantics: 1/hi(x) rounded to 20 fraction bits, subnormals flushed."""
+    import struct
+    b = struct.unpack("<Q", struct.pack("<d", x))[0]
+    sign = b & (1 << 63)
+    h = b & 0xFFFFFFFF00000000
+    if (h >> 52) & 0x7FF == 0:
+        return math.copysign(math.inf, -1.0 if sign else 1.0)
+    hv = struct.unpack("<d", struct.pack("<Q", h))[0]
+    r = struct.unpack("<Q", struct.pack("<d", abs(1.0 / hv)))[0]  # correctly rounded (x86 SSE)
+    if r < (1 << 52):
+        return -0.0 if sign else 0.0
+    r = (r + 0x7FFFFFFF + ((r >> 32) & 1)) & 0xFFFFFFFF00000000
+    return struct.unpack("<d", struct.pack("<Q", sign | r))[0]
+
+
+def test_rcp64h(mps_driver):
+    dev = mps_driver.get_active_torch_device()
+    rng = np.random.default_rng()
+    xs = np.concatenate([rng.choice([-1.0, 1.0], 200) * np.exp2(rng.uniform(-1030, 1024, 200)),
+                         [0.0, -0.0, np.inf, -np.inf, np.nan, 1.0, -3.0, 5e-324, 2.2250738585072014e-308,
+                          1.7976931348623157e308, 0.75, 1 / 3]])
+    x = torch.from_numpy(xs)
+    out = torch.full_like(x, POISON, device=dev)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        _rcp64h[(triton.cdiv(x.numel(), BLOCK),)](x.to(dev), out, x.numel(), BLOCK=BLOCK)
+    got = out.cpu().numpy()
+    want = np.array([_rcp64h_model(float(v)) for v in xs])
+    same = (got.view(np.uint64) == want.view(np.uint64)) | (np.isnan(got) & np.isnan(want))
+    assert same.all(), [(xs[i], got[i], want[i]) for i in np.flatnonzero(~same)[:5]]
+    assert (got.view(np.uint64) & 0xFFFFFFFF).max() == 0  # the low word is zero
+    fin = np.isfinite(got) & (got != 0) & np.isfinite(xs)
+    assert np.all(np.abs(got[fin] * xs[fin] - 1) < 2.0 ** -19)  # hi(x) drops < 2^-20 of x

@@ -590,6 +590,23 @@ static inline ulong tmps_f64_yn(int n, ulong x) {{
 }}
 """)
 
+# ---- rcp64h -----------------------------------------------------------------------------------
+# CUDA's rcp.approx.ftz.f64: the reciprocal of the upper 32 bits of x (1 sign, 11 exponent, 20
+# fraction bits) with the low 32 bits of the result zero, subnormal inputs and results flushed to
+# zero. Here: 1/hi(x) correctly rounded, then rounded to nearest even at 20 fraction bits
+# (deterministic, within 2^-21 relative of 1/hi(x); CUDA documents only an approximation).
+_lib("tmps_f64_sp_rcp64h", ("tmps_f64_div",), """static inline ulong tmps_f64_rcp64h(ulong x) {
+  if (tmps_f64_isnan(x)) return x | 0x0008000000000000ul;
+  ulong sign = x & 0x8000000000000000ul;
+  ulong h = x & 0xffffffff00000000ul;
+  if ((h & 0x7ff0000000000000ul) == 0ul) return sign | 0x7ff0000000000000ul;  // +-0, subnormal: flushed
+  ulong r = tmps_f64_div(0x3ff0000000000000ul, h) & 0x7ffffffffffffffful;
+  if (r < 0x0010000000000000ul) return sign;  // subnormal (or 0, from inf): flushed
+  r = (r + 0x7ffffffful + ((r >> 32) & 1ul)) & 0xffffffff00000000ul;  // to nearest even; may carry to inf
+  return sign | r;
+}
+""")
+
 # libdevice symbol (language/libdevice.py) -> (binary64 expression over `{0}` (ulong bits), library entry)
 CALLS: dict[str, tuple[str, str]] = {
     "tmps_erfinv": ("tmps_f64_erfinv({0})", "tmps_f64_sp_erf"),
@@ -602,4 +619,5 @@ CALLS: dict[str, tuple[str, str]] = {
     # {1}: the int32 order
     "tmps_jn": ("tmps_f64_jn({1}, {0})", "tmps_f64_sp_jn"),
     "tmps_yn": ("tmps_f64_yn({1}, {0})", "tmps_f64_sp_jn"),
+    "tmps_rcp64h": ("tmps_f64_rcp64h({0})", "tmps_f64_sp_rcp64h"),
 }

@@ -138,6 +138,7 @@ for _name in _SPECIAL:
     _G[_name] = _fn1(_name, {(t, ): (f"tmps_{_name}", t) for t in (*_F, "fp64")})
 jn = _fn2("jn", {("int32", t): ("tmps_jn", t) for t in (*_F, "fp64")})  # (order, x) as CUDA
 yn = _fn2("yn", {("int32", t): ("tmps_yn", t) for t in (*_F, "fp64")})
+rcp64h = _fn1("rcp64h", {("fp64", ): ("tmps_rcp64h", "fp64")})
 
 # ---- predicates (CUDA's result types: isnan/isinf/finitef -> int1, signbit -> int32) ---------
 isnan = _fn1("isnan", {(t, ): ("tmps_isnan", "int32") for t in (*_F, "fp64")}, to_bool=True)
