@@ -183,7 +183,8 @@ def _erf_inputs(rng: np.random.Generator, n: int) -> np.ndarray:
              rng.uniform(0.0, 2.0, k // 4),  # erfcinv
              np.exp2(-rng.uniform(0, 1074, k // 4)),  # tails: tiny q and p
              rng.uniform(-30.0, 30.0, k // 8)]  # erfcx, normcdf
-    parts.append(rng.choice([-1.0, 1.0], k - sum(p.size for p in parts)) * np.exp2(rng.uniform(-60, 60, k - sum(p.size for p in parts))))
+    m = k - sum(p.size for p in parts)
+    parts.append(rng.choice([-1.0, 1.0], m) * np.exp2(rng.uniform(-60, 60, m)))  # every magnitude
     return rng.permutation(np.concatenate([np.array(specials), *parts]))
 
 

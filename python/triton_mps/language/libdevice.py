@@ -10,10 +10,12 @@ Types: float functions take fp32, fp16 and bf16 (fp16/bf16 are computed in float
 back once, as Triton's other backends do); the functions in `_F64` also take fp64, computed in
 software float64 (compiler/fp64.py: correctly rounded, or within 1 ulp for exp/log/sin/...).
 The Bessel functions (j0, j1, y0, y1, cyl_bessel_i0, cyl_bessel_i1) take every float type and are
-computed in software float64 whatever the type (compiler/fp64_bessel.py).
+computed in software float64 whatever the type (compiler/fp64_bessel.py); so are the special
+functions erfinv, erfcinv, erfcx, normcdf, normcdfinv, lgamma, tgamma, jn, yn (and rcp64h, fp64
+only) (compiler/fp64_special.py).
 Any other type combination is rejected here with the accepted combinations. Names
-Triton's libdevice has but we do not map (the rz/rd/ru rounding variants, jn/yn, the scaled
-Bessel functions, fp64 conversions, ...) resolve to a function that raises a clear error when a kernel calls it.
+Triton's libdevice has but we do not map (the rz/rd/ru rounding variants, fp64 conversions, ...) resolve
+to a function that raises a clear error when a kernel calls it.
 Return types follow CUDA's libdevice (e.g. `isnan` gives int1, `signbit` int32).
 """
 
