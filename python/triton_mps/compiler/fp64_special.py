@@ -26,18 +26,19 @@ kernels, the double-double helpers tmps_dd_*) and fp64_bessel.py (J0, J1, Y0, Y1
   backward recurrence in double-double from m = t + 60 + t/8 (t = max(n, x)), normalized by
   J0 + 2 sum J_2k = 1; Y0 = 2/pi [(log(x/2) + gamma) J0 + 2 sum (-1)^(k+1) J_2k / k] (Neumann) and
   Y1 from the Wronskian J1 Y0 - J0 Y1 = 2/(pi x), both from the same J's; beyond x = 30 the seeds
-  J0, J1, Y0, Y1 are fp64_bessel.py's (Hankel's expansion in double); upward recurrences (J for
+  J0, J1, Y0, Y1 from Hankel's expansion in double-double (20 + 20 terms, sin x and cos x from the
+  exact reduction of fp64_math.py and double-double Taylor kernels); upward recurrences (J for
   x > n, Y always) in double-double with a running power-of-two scale; x < 2^-29: the leading
   terms (x/2)^n / n! and -(n-1)!/pi (2/x)^n in the log domain. Cost O(max(n, x)) steps;
 - rcp64h: CUDA's rcp.approx.ftz.f64 made deterministic (see below).
 
-Measured (tools/libdevice_special_accuracy.py, mpmath at 160 bits, 3000 fresh inputs per fp64
-family over the whole domain, 1500 per narrow type): fp64 erfinv 0.66 ulp (subnormal inputs),
-erfcinv, erfcx, normcdf, normcdfinv, tgamma 0.50 ulp; lgamma 0.50 ulp except near its zeros on the
-negative axis, where the absolute error is ~1e-24 (log_dd's tail): 2.1-6 ulp for |lgamma| ~ 1e-9;
-jn, yn 0.94 ulp for |x| <= 30, beyond: the seeds' few ulp of the amplitude (<= 2.8e-17 absolute,
-measured up to 59 ulp of a value 8.5e-5 near a zero of Y_20). fp32, fp16, bf16: <= 0.500 ulp
-(correctly rounded on every input measured).
+Measured (tools/libdevice_special_accuracy.py, mpmath at 160 bits; fp64: 3000 fresh inputs per
+family over the whole domain with the special values, two seeds; fp32 3000, fp16/bf16 1500):
+fp64 erfinv 0.54 ulp (subnormal results; 0.50 elsewhere), erfcinv, erfcx, normcdf, normcdfinv,
+tgamma, yn 0.50 ulp; jn 0.50 ulp (0.94 at a double next to the first zero of J0, where the value
+is ~1e-17); lgamma 0.50 ulp except close to its zeros on the negative axis, where the absolute
+error is ~1e-24 (the double tail of log_dd's series): 0.6-6 ulp for |lgamma| ~ 1e-9, i.e. x
+within ~1e-9 of a zero. fp32, fp16, bf16: <= 0.500 ulp (correctly rounded on every input measured).
 """
 
 from __future__ import annotations
@@ -237,6 +238,12 @@ static inline ulong tmps_f64_erfinv(ulong y) {{
   if (a == {ONE}) return sign | {INF};
   if (a == 0ul) return y;
   ulong h, l;
+  if (a < 0x3c90000000000000ul) {{  // |y| < 2^-54: y sqrt(pi)/2, scaled by 2^110 so that no part underflows
+    ulong b = tmps_f64_ldexp(a, 110);  // (the cubic term is < 2^-108 relative)
+    h = tmps_f64_mul(b, {SPI2_H});
+    l = tmps_f64_fma(b, {SPI2_L}, tmps_f64_fma(b, {SPI2_H}, h ^ {NEG}));
+    return sign | tmps_f64_ldexp(tmps_f64_add(h, l), -110);
+  }}
   if (tmps_f64_le(a, 0x3fe0000000000000ul)) tmps_sp_erfinv_small(y, h, l);
   else {{
     tmps_sp_erfcinv_small(tmps_f64_sub({ONE}, a), h, l);  // 1 - |y| exact
@@ -432,7 +439,49 @@ _RECIP = [_frac_to_dd(Fraction(1, k)) for k in range(1, 49)]  # 1/k, k <= (m = 3
 _recip_tab = ", ".join(f"{_lit(h)}, {_lit(lo)}" for h, lo in _RECIP)
 TWO_OVER_PI_H, TWO_OVER_PI_L = _dd_lits(2 / _PI)
 GAMMA_H, GAMMA_L = _dd_lits(_GAMMA_Q)
-_lib("tmps_f64_sp_jn", ("tmps_f64_bessel", "tmps_f64_minmax", "tmps_f64_sp_gamma"), f"""
+HANKEL_TERMS = 20  # each of P and Q at x > 30: the last term is < 1e-23 relative
+_hankel = "\n".join(fp64_math_ext._series("z", [Fraction((-1) ** k) * fp64_bessel._a(nu, 2 * k + odd)
+                                                 for k in range(HANKEL_TERMS)], 4, f"{pq}{nu}")
+                     for nu in (0, 1) for pq, odd in (("P", 0), ("Q", 1)))
+_sin_r = fp64_math_ext._series("r2", [Fraction((-1) ** n, factorial(2 * n + 1)) for n in range(14)], 6, "S")
+_cos_r = fp64_math_ext._series("r2", [Fraction((-1) ** n, factorial(2 * n)) for n in range(14)], 6, "C")
+_lib("tmps_f64_sp_jn", ("tmps_f64_bessel", "tmps_f64_minmax", "tmps_f64_sp_gamma", "tmps_f64_dd2"), f"""
+static inline void tmps_sp_hankel(ulong x, thread ulong* out) {{
+  // x > 30: J0, J1, Y0, Y1 (out[0..7], double-doubles) by Hankel's expansion in double-double:
+  // with s = sin x, c = cos x (exact reduction, double-double Taylor kernels), A = 1/sqrt(pi x):
+  // J0 = A (P0 (s+c) - Q0 (s-c)), Y0 = A (P0 (s-c) + Q0 (s+c)), J1 = A (P1 (s-c) + Q1 (s+c)),
+  // Y1 = A (Q1 (s-c) - P1 (s+c))
+  ulong wh, wl, zh, zl;
+  tmps_dd_div({ONE}, 0ul, x, 0ul, wh, wl);
+  tmps_dd_mul(wh, wl, wh, wl, zh, zl);
+{_hankel}
+  tmps_dd_mul(Q0h, Q0l, wh, wl, Q0h, Q0l);
+  tmps_dd_mul(Q1h, Q1l, wh, wl, Q1h, Q1l);
+  ulong rh, rl, r2h, r2l;
+  int n = tmps_f64_rem_pio2(x, rh, rl);
+  tmps_dd_mul(rh, rl, rh, rl, r2h, r2l);
+{_sin_r}
+{_cos_r}
+  tmps_dd_mul(Sh, Sl, rh, rl, Sh, Sl);
+  ulong sh = (n & 1) != 0 ? Ch : Sh, sl = (n & 1) != 0 ? Cl : Sl;
+  ulong ch = (n & 1) != 0 ? Sh : Ch, cl = (n & 1) != 0 ? Sl : Cl;
+  if (n == 2 || n == 3) {{ sh ^= {NEG}; sl ^= {NEG}; }}
+  if (n == 1 || n == 2) {{ ch ^= {NEG}; cl ^= {NEG}; }}
+  ulong ph, pl, mh, ml, ah, al;  // s + c, s - c, A
+  tmps_dd_add(sh, sl, ch, cl, ph, pl);
+  tmps_dd_add(sh, sl, ch ^ {NEG}, cl ^ {NEG}, mh, ml);
+  tmps_dd_sqrt(x, 0ul, ah, al);
+  tmps_dd_div({ISP_H}, {ISP_L}, ah, al, ah, al);
+  ulong th, tl, uh, ul;
+  tmps_dd_mul(P0h, P0l, ph, pl, th, tl); tmps_dd_mul(Q0h, Q0l, mh, ml, uh, ul);
+  tmps_dd_add(th, tl, uh ^ {NEG}, ul ^ {NEG}, th, tl); tmps_dd_mul(th, tl, ah, al, out[0], out[1]);
+  tmps_dd_mul(P1h, P1l, mh, ml, th, tl); tmps_dd_mul(Q1h, Q1l, ph, pl, uh, ul);
+  tmps_dd_add(th, tl, uh, ul, th, tl); tmps_dd_mul(th, tl, ah, al, out[2], out[3]);
+  tmps_dd_mul(P0h, P0l, mh, ml, th, tl); tmps_dd_mul(Q0h, Q0l, ph, pl, uh, ul);
+  tmps_dd_add(th, tl, uh, ul, th, tl); tmps_dd_mul(th, tl, ah, al, out[4], out[5]);
+  tmps_dd_mul(Q1h, Q1l, mh, ml, th, tl); tmps_dd_mul(P1h, P1l, ph, pl, uh, ul);
+  tmps_dd_add(th, tl, uh ^ {NEG}, ul ^ {NEG}, th, tl); tmps_dd_mul(th, tl, ah, al, out[6], out[7]);
+}}
 constant ulong tmps_sp_recip[{2 * len(_RECIP)}] = {{{_recip_tab}}};
 static inline void tmps_sp_coef(ulong th, ulong tl, long k, thread ulong& ch, thread ulong& cl) {{
   // 2k/x = k (th + tl) as a double-double
@@ -542,9 +591,11 @@ static inline ulong tmps_f64_jn(int n, ulong x) {{
     tmps_sp_miller(ax, nn, false, ah, al, sh, sl, b0h, b0l, b1h, b1l, wh, wl);
     tmps_dd_div(ah, al, sh, sl, ah, al);
     r = tmps_f64_add(ah, al);
-  }} else if (nn <= 1l) r = tmps_f64_bessel_jy(ax, (int)nn, false);
-  else  // x > max(n, 30): forward from J0, J1 (Hankel's expansion)
-    r = tmps_sp_forward(ax, nn, tmps_f64_bessel_jy(ax, 0, false), 0ul, tmps_f64_bessel_jy(ax, 1, false), 0ul);
+  }} else {{  // x > max(n, 30): forward from J0, J1 (Hankel's expansion)
+    ulong s[8];
+    tmps_sp_hankel(ax, s);
+    r = nn <= 1l ? tmps_f64_add(s[2 * nn], s[2 * nn + 1]) : tmps_sp_forward(ax, nn, s[0], s[1], s[2], s[3]);
+  }}
   return flip ? r ^ {NEG} : r;
 }}
 static inline ulong tmps_f64_yn(int n, ulong x) {{
@@ -577,8 +628,9 @@ static inline ulong tmps_f64_yn(int n, ulong x) {{
   }} else {{
     ulong y0h, y0l, y1h, y1l;
     if (tmps_f64_lt({_lit(MILLER_X)}, x)) {{  // Hankel's expansion
-      y0h = tmps_f64_bessel_jy(x, 0, true); y0l = 0ul;
-      y1h = tmps_f64_bessel_jy(x, 1, true); y1l = 0ul;
+      ulong s[8];
+      tmps_sp_hankel(x, s);
+      y0h = s[4]; y0l = s[5]; y1h = s[6]; y1l = s[7];
     }} else {{
       // Y0 = 2/pi [(log(x/2) + gamma) J0 + 2 sum_k>=1 (-1)^(k+1) J_2k / k] (Neumann), Y1 from the
       // Wronskian J1 Y0 - J0 Y1 = 2/(pi x), all in double-double (J from Miller, exact for small x: J0 = 1)
