@@ -16,8 +16,9 @@ kernels, the double-double helpers tmps_dd_*) and fp64_bessel.py (J0, J1, Y0, Y1
   log erfc(x) - log q in double, one last step with the relative residual (erfc_k(x) - q)/erfc
   in double-double; erfcinv(q) = erfinv(1 - q) for q in [1/2, 3/2], -erfcinv(2 - q) above;
   normcdfinv(p) = -sqrt2 erfcinv(2p) (the product in double-double);
-- lgamma as a double-double: |x - 1| <= 1/4: d (-gamma + sum (-1)^k zeta(k)/k d^(k-1)) (30 terms,
-  zeta by Euler-Maclaurin in rationals), |x - 2| <= 1/4: log1p(d) + lgamma(1 + d); other x < 16:
+- lgamma as a double-double (logarithms by tmps_sp_log_dd, ~2^-100): |x - 1| <= 1/4:
+  d (-gamma + sum (-1)^k zeta(k)/k d^(k-1)) (30 terms, zeta by Euler-Maclaurin in rationals),
+  |x - 2| <= 1/4: log1p(d) + lgamma(1 + d); other x < 16:
   shifted to z = x + n >= 16 with the product x (x+1) ... in double-double, then Stirling's series
   (18 terms, < 1e-32) in double-double; x < 0: log pi - log|x sin(pi x)| - lgamma(-x) with sin(pi x)
   from the exact reduction of x mod 1 and a double-double Taylor series; x > 2^900: x (log x - 1).
@@ -36,9 +37,10 @@ Measured (tools/libdevice_special_accuracy.py, mpmath at 160 bits; fp64: 3000 fr
 family over the whole domain with the special values, two seeds; fp32 3000, fp16/bf16 1500):
 fp64 erfinv 0.54 ulp (subnormal results; 0.50 elsewhere), erfcinv, erfcx, normcdf, normcdfinv,
 tgamma, yn 0.50 ulp; jn 0.50 ulp (0.94 at a double next to the first zero of J0, where the value
-is ~1e-17); lgamma 0.50 ulp except close to its zeros on the negative axis, where the absolute
-error is ~1e-24 (the double tail of log_dd's series): 0.6-6 ulp for |lgamma| ~ 1e-9, i.e. x
-within ~1e-9 of a zero. fp32, fp16, bf16: <= 0.500 ulp (correctly rounded on every input measured).
+is ~1e-17); lgamma 0.50 ulp except at its zeros on the negative axis, where the absolute error is
+~2e-28 (the double-double sum of terms ~1): over 1 ulp only for |lgamma| < ~1e-12, i.e. x within
+~1e-12 of a zero (7679 ulp at the double nearest the zero -2.7476826467274127, value 1.7e-16).
+fp32, fp16, bf16: <= 0.500 ulp (correctly rounded on every input measured).
 """
 
 from __future__ import annotations
@@ -318,7 +320,36 @@ _stir_series = fp64_math_ext._series("w2", [_B[2 * k] / (2 * k * (2 * k - 1)) fo
                                      3, "S")
 _lgt_series = fp64_math_ext._series("d", _LGT, 6, "T")
 _sin_series = fp64_math_ext._series("z", [Fraction((-1) ** n, factorial(2 * n + 1)) for n in range(20)], 9, "S")
+_log_series = fp64_math_ext._series("z", [Fraction(1, 2 * n + 1) for n in range(17)], 12, "S")
 _lib("tmps_f64_sp_gamma", ("tmps_f64_log_dd", "tmps_f64_expk", "tmps_f64_sincos"), f"""
+static inline void tmps_sp_log_dd(ulong xh, ulong xl, thread ulong& h, thread ulong& l) {{
+  // log(xh + xl) for a normalized double-double xh > 0, to ~2^-100 relative: fp64_math_ext's log_dd
+  // (x = 2^e m, s = (m-1)/(m+1), 2s sum s^2n/(2n+1)) with 12 of its 17 terms in double-double (its
+  // double tail costs ~1e-24 absolute: lgamma near its zeros subtracts such logarithms)
+  int e;
+  ulong m = tmps_f64_norm(xh, e);
+  ulong mv = (m & 0x000ffffffffffffful) | 0x3ff0000000000000ul;  // in [1, 2)
+  if ((m & 0x000ffffffffffffful) > 0x6a09e667f3bcdul) {{ mv -= 0x0010000000000000ul; e += 1; }}  // > sqrt(2)
+  ulong fh, fl, dh, dl, sh, sl, zh, zl;
+  tmps_dd_add(mv, 0ul, {NEG} | {ONE}, 0ul, fh, fl);  // m - 1 (exact), + the scaled low part
+  tmps_dd_add(fh, fl, tmps_f64_ldexp(xl, -e), 0ul, fh, fl);
+  tmps_dd_add(fh, fl, 0x4000000000000000ul, 0ul, dh, dl);
+  tmps_dd_div(fh, fl, dh, dl, sh, sl);  // s = f / (2 + f)
+  tmps_dd_mul(sh, sl, sh, sl, zh, zl);
+{_log_series}
+  tmps_dd_mul(sh, sl, Sh, Sl, h, l);
+  h = tmps_f64_add(h, h);
+  l = tmps_f64_add(l, l);
+  if (e != 0) {{  // + e ln2, ln2 in three parts (e ln2_hi is exact)
+    ulong kd = tmps_f64_from_i64((long)e);
+    ulong b = tmps_f64_mul(kd, {_lit(fp64_math_ext.LN2_LO)});
+    ulong be = tmps_f64_fma(kd, {_lit(fp64_math_ext.LN2_LO)}, b ^ {NEG});
+    be = tmps_f64_fma(kd, {_lit(fp64_math_ext.LN2_LO2)}, be);
+    ulong th, tl;
+    tmps_dd_two_sum(tmps_f64_mul(kd, {_lit(fp64_math_ext.LN2_HI)}), b, th, tl);
+    tmps_dd_add(th, tmps_f64_add(tl, be), h, l, h, l);
+  }}
+}}
 static inline void tmps_sp_lgamma_near(ulong d, thread ulong& h, thread ulong& l) {{
   // lgamma(1 + d), |d| <= 1/4: d (-gamma + sum_k>=2 (-1)^k zeta(k)/k d^(k-1))
   ulong dh = d, dl = 0ul;
@@ -335,7 +366,7 @@ static inline void tmps_sp_lgamma_pos(ulong x, thread ulong& h, thread ulong& l)
     ulong d = tmps_f64_sub(x, 0x4000000000000000ul), uh, ul, gh, gl;
     tmps_sp_lgamma_near(d, h, l);
     tmps_dd_two_sum({ONE}, d, uh, ul);
-    tmps_f64_log_dd2(uh, ul, gh, gl);
+    tmps_sp_log_dd(uh, ul, gh, gl);
     tmps_dd_add(h, l, gh, gl, h, l);
     return;
   }}
@@ -349,7 +380,7 @@ static inline void tmps_sp_lgamma_pos(ulong x, thread ulong& h, thread ulong& l)
   }}
   // Stirling: (z - 1/2) log z - z + log(2 pi)/2 + sum B_2k / (2k (2k-1) z^(2k-1))
   ulong lh, ll, ah, al;
-  tmps_f64_log_dd2(zh, zl, lh, ll);
+  tmps_sp_log_dd(zh, zl, lh, ll);
   tmps_dd_add(zh, zl, 0xbfe0000000000000ul, 0ul, ah, al);
   tmps_dd_mul(ah, al, lh, ll, h, l);
   tmps_dd_add(h, l, zh ^ {NEG}, zl ^ {NEG}, h, l);
@@ -361,7 +392,7 @@ static inline void tmps_sp_lgamma_pos(ulong x, thread ulong& h, thread ulong& l)
   tmps_dd_mul(Sh, Sl, wh, wl, Sh, Sl);
   tmps_dd_add(h, l, Sh, Sl, h, l);
   if (shifted) {{
-    tmps_f64_log_dd2(ph, pl, lh, ll);
+    tmps_sp_log_dd(ph, pl, lh, ll);
     tmps_dd_add(h, l, lh ^ {NEG}, ll ^ {NEG}, h, l);
   }}
 }}
@@ -392,7 +423,7 @@ static inline bool tmps_sp_lgamma_dd(ulong x, thread ulong& h, thread ulong& l, 
   ulong sh, sl;
   tmps_dd_mul(Sh, Sl, a, 0ul, sh, sl);
   ulong qh, ql, gh, gl;
-  tmps_f64_log_dd2(sh, sl, qh, ql);
+  tmps_sp_log_dd(sh, sl, qh, ql);
   tmps_sp_lgamma_pos(a, gh, gl);
   tmps_dd_add({LOGPI_H}, {LOGPI_L}, qh ^ {NEG}, ql ^ {NEG}, h, l);
   tmps_dd_add(h, l, gh ^ {NEG}, gl ^ {NEG}, h, l);
