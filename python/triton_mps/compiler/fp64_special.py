@@ -30,7 +30,8 @@ kernels, the double-double helpers tmps_dd_*) and fp64_bessel.py (J0, J1, Y0, Y1
   J0, J1, Y0, Y1 from Hankel's expansion in double-double (20 + 20 terms, sin x and cos x from the
   exact reduction of fp64_math.py and double-double Taylor kernels); upward recurrences (J for
   x > n, Y always) in double-double with a running power-of-two scale; x < 2^-29: the leading
-  terms (x/2)^n / n! and -(n-1)!/pi (2/x)^n in the log domain. Cost O(max(n, x)) steps;
+  terms (x/2)^n / n! and -(n-1)!/pi (2/x)^n in the log domain; J_n = 0 without recurrence when
+  (x/2)^n / n! < e^-765. Cost: O(max(n, x)) double-double steps (yn stops once it overflows);
 - rcp64h: CUDA's rcp.approx.ftz.f64 made deterministic (see below).
 
 Measured (tools/libdevice_special_accuracy.py, mpmath at 160 bits; fp64: 3000 fresh inputs per
@@ -618,6 +619,13 @@ static inline ulong tmps_f64_jn(int n, ulong x) {{
       }}
     }}
   }} else if (tmps_f64_le(ax, tmps_f64_maxnum(tmps_f64_from_i64(nn), {_lit(MILLER_X)}))) {{
+    // 0 <= J_n(x) <= (x/2)^n / n!: 0 when that is below 2^-1100 (saves Miller's O(n) steps for n >> x)
+    if (nn > 200l) {{
+      ulong lh = tmps_f64_mul(tmps_f64_from_i64(nn), tmps_f64_log(tmps_f64_mul(ax, 0x3fe0000000000000ul)));
+      ulong gh, gl;
+      tmps_sp_lgamma_pos(tmps_f64_from_i64(nn + 1l), gh, gl);
+      if (tmps_f64_lt(tmps_f64_sub(lh, gh), {_lit(-765.0)})) return flip ? {NEG} : 0ul;
+    }}
     ulong ah, al, sh, sl, b0h, b0l, b1h, b1l, wh, wl;
     tmps_sp_miller(ax, nn, false, ah, al, sh, sl, b0h, b0l, b1h, b1l, wh, wl);
     tmps_dd_div(ah, al, sh, sl, ah, al);
