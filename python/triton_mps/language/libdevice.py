@@ -10,10 +10,12 @@ Types: float functions take fp32, fp16 and bf16 (fp16/bf16 are computed in float
 back once, as Triton's other backends do); the functions in `_F64` also take fp64, computed in
 software float64 (compiler/fp64.py: correctly rounded, or within 1 ulp for exp/log/sin/...).
 The Bessel functions (j0, j1, y0, y1, cyl_bessel_i0, cyl_bessel_i1) take every float type and are
-computed in software float64 whatever the type (compiler/fp64_bessel.py).
+computed in software float64 whatever the type (compiler/fp64_bessel.py); so are the special
+functions erfinv, erfcinv, erfcx, normcdf, normcdfinv, lgamma, tgamma, jn, yn (and rcp64h, fp64
+only) (compiler/fp64_special.py).
 Any other type combination is rejected here with the accepted combinations. Names
-Triton's libdevice has but we do not map (the rz/rd/ru rounding variants, jn/yn, the scaled
-Bessel functions, fp64 conversions, ...) resolve to a function that raises a clear error when a kernel calls it.
+Triton's libdevice has but we do not map (the rz/rd/ru rounding variants, fp64 conversions, ...) resolve
+to a function that raises a clear error when a kernel calls it.
 Return types follow CUDA's libdevice (e.g. `isnan` gives int1, `signbit` int32).
 """
 
@@ -131,6 +133,14 @@ _BESSEL = {"j0": "tmps_j0", "j1": "tmps_j1", "y0": "tmps_y0", "y1": "tmps_y1",
            "cyl_bessel_i0": "tmps_i0", "cyl_bessel_i1": "tmps_i1"}
 for _name, _sym in _BESSEL.items():
     _G[_name] = _fn1(_name, {(t, ): (_sym, t) for t in (*_F, "fp64")})
+
+# ---- special functions: every float type, in software float64 (compiler/fp64_special.py) ----
+_SPECIAL = ("erfinv", "erfcinv", "erfcx", "normcdf", "normcdfinv", "lgamma", "tgamma")
+for _name in _SPECIAL:
+    _G[_name] = _fn1(_name, {(t, ): (f"tmps_{_name}", t) for t in (*_F, "fp64")})
+jn = _fn2("jn", {("int32", t): ("tmps_jn", t) for t in (*_F, "fp64")})  # (order, x) as CUDA
+yn = _fn2("yn", {("int32", t): ("tmps_yn", t) for t in (*_F, "fp64")})
+rcp64h = _fn1("rcp64h", {("fp64", ): ("tmps_rcp64h", "fp64")})
 
 # ---- predicates (CUDA's result types: isnan/isinf/finitef -> int1, signbit -> int32) ---------
 isnan = _fn1("isnan", {(t, ): ("tmps_isnan", "int32") for t in (*_F, "fp64")}, to_bool=True)

@@ -11,7 +11,7 @@ from .. import fp8
 from ..ir import Op
 from ..lowering import LoweringContext, lowers
 from ..types import PointerType, ScalarType, TensorType, elem_of
-from . import bessel, float64
+from . import bessel, float64, special
 from .float64 import involves_f64
 
 # ---------------------------------------------------------------------------------------------
@@ -474,6 +474,8 @@ def _extern_expr(ctx, op, tpl: str, r: int) -> str:
 def extern_elementwise(ctx, op):
     if bessel.symbol(op) in bessel.SYMBOLS:  # every float type, in software float64
         return bessel.lower(ctx, op)
+    if special.symbol(op) in special.SYMBOLS:  # the same, compiler/ops/special.py
+        return special.lower(ctx, op)
     if involves_f64(op):
         return float64.lower(ctx, op)
     sym = op.attrs.get("symbol", "")

@@ -1,0 +1,51 @@
+"""libdevice's special functions (erfinv, erfcinv, erfcx, normcdf, normcdfinv, lgamma, tgamma, jn,
+yn, rcp64h) for every float type.
+
+All computed in software binary64 (compiler/fp64_special.py): fp32/fp16/bf16 arguments are
+widened exactly and the binary64 result is rounded once to the result type. jn/yn take an int32
+order first (CUDA's signature). elementwise.py hands a `tt.extern_elementwise` here when its
+symbol is in `SYMBOLS` (before its own fp64 dispatch).
+"""
+
+from __future__ import annotations
+
+from .. import fp64
+from ..fp64_special import CALLS
+from ..ir import Op
+from ..lowering import LoweringContext
+from ..types import elem_of
+
+SYMBOLS = frozenset(CALLS)
+_FLOATS = ("f16", "bf16", "f32", "f64")
+
+
+def symbol(op: Op) -> str:
+    return (op.attr("symbol") or "").strip().strip('"')
+
+
+def lower(ctx: LoweringContext, op: Op) -> None:
+    sym = symbol(op)
+    expr, entry = CALLS[sym]
+    *ints, arg = op.operands
+    src, dst = elem_of(arg.type), elem_of(op.results[0].type)
+    for t in (src, dst):
+        if getattr(t, "name", None) not in _FLOATS:
+            ctx.error(op, f"libdevice.{sym[5:]} takes fp16, bf16, fp32 or fp64, got {t}")
+    for a in ints:
+        if getattr(elem_of(a.type), "name", None) != "i32":
+            ctx.error(op, f"libdevice.{sym[5:]} takes an int32 order, got {elem_of(a.type)}")
+    fp64.use(ctx, entry)
+
+    def reg(r: int) -> str:
+        x = ctx.expr(arg, r)
+        if src.name != "f64":
+            fp64.use(ctx, "tmps_f64_from_f32")
+            x = f"tmps_f64_from_f32({x if src.name == 'f32' else f'(float){x}'})"
+        y = expr.format(x, *(f"(int){ctx.expr(a, r)}" for a in ints))
+        if dst.name == "f64":
+            return y
+        bits = fp64.narrow(ctx, dst.name, y)  # one rounding, straight to the result type
+        return f"as_type<{dst.msl()}>(({'uint' if dst.name == 'f32' else 'ushort'}){bits})"
+
+    res = op.results[0]
+    ctx.define(res, reg, hint=ctx.hint(res, sym[5:]))
