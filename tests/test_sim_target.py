@@ -192,6 +192,6 @@ def test_quick_and_full_builds_give_the_same_bits(tmp_path):
     for target in targets:
         _, quick = _run(tmp_path, target, "0")
         _, full = _run(tmp_path, target, "2")
-        for i, (q, f) in enumerate(zip(quick, full)):
+        for i, (q, f) in enumerate(zip(quick, full, strict=True)):
             bad = np.nonzero(q != f)[0]
             assert bad.size == 0, f"output {i}, target {target}: -O0 and -O2 differ at {bad.size} inputs"
