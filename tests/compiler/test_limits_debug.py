@@ -134,7 +134,8 @@ def compile_debug(fn, signature, constexprs, num_warps=4):
 def run_debug(cm, kernel, *args, grid, num_warps=4):
     """Launch with a fresh record buffer; returns (stdout text, the DeviceAssertionError or None)."""
     words = np.zeros(dbg.buffer_words(), dtype=np.uint32)
-    words[1:] = 0xDEADBEEF  # poisoned: only records the kernel wrote may be read
+    words[2:] = 0xDEADBEEF  # poisoned: only records the kernel wrote may be read
+    words[1] = dbg.CAPACITY  # the launch's capacity (the launcher sizes it: capacity_for)
     kernel(*args, words, grid=grid, threads=32 * num_warps)
     kernel.device.synchronize()
     out = io.StringIO()
@@ -214,9 +215,10 @@ def test_device_print_records(rng):
     lines = text.splitlines()
     expected = []
     for pid in range(2):
-        expected += [f"pid ({pid}, 0, 0) idx ({j}) x: {str(np.float32(v))}" for j, v in enumerate(x)]
-        expected += [f"pid ({pid}, 0, 0) idx ({j}) pair (operand 0): {v}" for j, v in enumerate(i)]
-        expected.append(f"pid ({pid}, 0, 0) idx () pair (operand 1): 77")
+        # Triton's format: floats as %f, "prefix: (operand n) value" with several operands
+        expected += [f"pid ({pid}, 0, 0) idx ({j}) x: {float(v):f}" for j, v in enumerate(x)]
+        expected += [f"pid ({pid}, 0, 0) idx ({j}) pair: (operand 0) {v}" for j, v in enumerate(i)]
+        expected += [f"pid ({pid}, 0, 0) idx () pair: (operand 1) 77"] * 64  # a scalar: once per thread
         expected += [f"pid ({pid}, 0, 0) idx ({j}) hex: 0x{int(v) & 0xffffffff:08x}" for j, v in enumerate(i)]
     assert lines == expected  # once per element: duplicated lanes (8 elements, 64 threads) stay silent
 
@@ -232,7 +234,7 @@ def test_device_print_float64():
     x = np.array([0.1, -2.0 ** -1074, 1e300, np.inf])
     text, err = run_debug(cm, k, x.view(np.uint64), grid=(1, 1, 1), num_warps=1)  # the kernel's ulong*
     assert err is None
-    assert text.splitlines() == [f"pid (0, 0, 0) idx ({j}) d: {v}" for j, v in enumerate(x)]
+    assert text.splitlines() == [f"pid (0, 0, 0) idx ({j}) d: {v:f}" for j, v in enumerate(x)]
 
 
 def test_kernel_without_debug_ops_has_no_debug_buffer():
@@ -260,9 +262,10 @@ def test_print_and_assert_in_noinline_function():
     text, err = run_debug(cm, k, x, grid=(2, 1, 1), num_warps=1)
     assert err is None
     lines = sorted(text.splitlines())
-    # Programs race on x[0]; each calls twice, so each prints its input and that doubled.
-    assert len(lines) == 4 and all(ln.startswith("pid (") and " inside: " in ln for ln in lines)
-    assert sorted(ln.split("(")[1].split(")")[0] for ln in lines) == ["0, 0, 0"] * 2 + ["1, 0, 0"] * 2
+    # Programs race on x[0]; each calls twice, so each prints its input and that doubled, a
+    # scalar: once per thread (32).
+    assert len(lines) == 128 and all(ln.startswith("pid (") and " inside: " in ln for ln in lines)
+    assert sorted(ln.split("(")[1].split(")")[0] for ln in lines) == ["0, 0, 0"] * 64 + ["1, 0, 0"] * 64
     x = np.array([-1.0], dtype=np.float32)
     _, err = run_debug(cm, k, x, grid=(1, 1, 1), num_warps=1)
     assert err is not None and "x must be positive in the callee" in str(err) and err.failures == 2

@@ -257,10 +257,12 @@ class DebugLauncher:
     def __call__(self, gx, gy, gz, stream, function, *rest):
         from ..compiler.ops import debug as debug_ops
 
-        words = debug_ops.HEADER_WORDS + int(self.debug["capacity"]) * debug_ops.RECORD_WORDS
+        capacity = debug_ops.capacity_for(self.debug, gx * gy * gz, int(self.native.threads))
+        words = debug_ops.HEADER_WORDS + capacity * debug_ops.RECORD_WORDS
         buf = function.device.buffer(words * 4)
         view = buf.bytes_view()[: words * 4].view("uint32")
         view[0] = 0  # the record count; records past it are never read
+        view[1] = capacity
         self.native(gx, gy, gz, stream, function, *rest, buf)
         if gx and gy and gz:
-            debug_ops.report(view, self.debug, self.kernel)
+            debug_ops.report(view, {**self.debug, "capacity": capacity}, self.kernel)

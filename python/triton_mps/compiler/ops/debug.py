@@ -8,8 +8,9 @@ asserts raise DeviceAssertionError naming the kernel, the Python line and the me
 noinline callees receive the buffer as a parameter (ops/control_flow.py), so asserts and prints
 work there too; a callee's sites are registered once, however often it is called.
 
-Buffer format (32-bit words): word 0 counts records reserved (atomically; records past
-CAPACITY are counted but dropped), words 1..7 are reserved, then fixed records of 8 words:
+Buffer format (32-bit words): word 0 counts records reserved (atomically; records past the
+capacity are counted but dropped), word 1 is the capacity (set per launch: capacity_for),
+words 2..7 are reserved, then fixed records of 8 words:
     site, pid.x, pid.y, pid.z, operand, element index (row-major; NO_INDEX for scalars),
     value bits low, value bits high
 Sites (what each tt.assert / tt.print is: message, file, line, operand types and shapes) live
@@ -29,7 +30,8 @@ from ..ir import Module, Op
 from ..lowering import LoweringContext, lowers
 from ..types import PointerType, TensorType, elem_of
 
-CAPACITY = 8192  # records per launch
+CAPACITY = 8192  # records per launch at least; more when the sites' elements need more
+MAX_CAPACITY = 1 << 21  # 64 MiB of records
 HEADER_WORDS = 8
 RECORD_WORDS = 8
 NO_INDEX = 0xFFFFFFFF
@@ -51,6 +53,18 @@ def buffer_words() -> int:
     return HEADER_WORDS + CAPACITY * RECORD_WORDS
 
 
+def capacity_for(debug: dict, programs: int, threads: int) -> int:
+    """Records one launch can produce when each print or assert runs once per program: every
+    element of each tensor operand, every thread for a scalar (prints in loops may need more;
+    records past the capacity are counted and reported as dropped)."""
+    per_program = 0
+    for site in debug["sites"]:
+        shapes = [op["shape"] for op in site.get("operands", [])] if site["kind"] == "print" else [site["shape"]]
+        for shape in shapes or [[]]:
+            per_program += int(np.prod(shape)) if shape else threads
+    return int(min(max(CAPACITY, per_program * programs), MAX_CAPACITY))
+
+
 def module_uses_debug(module: Module) -> bool:
     """Whether any function of the module has a tt.assert or tt.print (decided before lowering,
     since the debug buffer takes a binding)."""
@@ -68,7 +82,7 @@ def _put_helper(ctx: LoweringContext) -> str:
     ctx.e.helper(fn, f"""inline void {fn}(device uint* d, uint site, uint3 pid, uint operand, uint idx, ulong bits) {{
   // Reserve a record slot; past the capacity the count still grows (the host reports drops).
   uint slot = atomic_fetch_add_explicit((device atomic_uint*)d, 1u, memory_order_relaxed);
-  if (slot >= {CAPACITY}u) return;
+  if (slot >= d[1]) return;  // the launch's capacity (word 1, set by the launcher)
   device uint* r = d + {HEADER_WORDS}u + slot * {RECORD_WORDS}u;
   r[0] = site; r[1] = pid.x; r[2] = pid.y; r[3] = pid.z;
   r[4] = operand; r[5] = idx; r[6] = (uint)bits; r[7] = (uint)(bits >> 32);
@@ -106,9 +120,10 @@ def _bits_expr(kind: dict, x: str) -> str:
     return f"(ulong)(long)({x})"
 
 
-def _emit_records(ctx: LoweringContext, site: int, operand: int, v, cond=None) -> None:
-    """One record per element of v this thread owns (per scalar: thread 0); `cond(r)` (an MSL
-    bool expression) limits the records to elements where it holds."""
+def _emit_records(ctx: LoweringContext, site: int, operand: int, v, cond=None, every_thread: bool = False) -> None:
+    """One record per element of v this thread owns (per scalar: thread 0, or every thread with
+    `every_thread`); `cond(r)` (an MSL bool expression) limits the records to elements where it
+    holds."""
     put = _put_helper(ctx)
     e = ctx.e
     kind = _value_kind(ctx, ctx.current_op, v) if cond is None else None
@@ -116,7 +131,7 @@ def _emit_records(ctx: LoweringContext, site: int, operand: int, v, cond=None) -
         lay = ctx.layout(v)
         owner, regs = ctx.owner_predicate(lay), lay.owned_regs()
     else:
-        lay, owner, regs = None, "tmps_tid == 0u", [0]
+        lay, owner, regs = None, (None if every_thread else "tmps_tid == 0u"), [0]
 
     def body():
         for r in regs:
@@ -155,24 +170,37 @@ def device_print(ctx: LoweringContext, op: Op):
     site = len(ctx.state.debug_sites)
     ctx.state.debug_sites.append({"kind": "print", "prefix": op.attrs.get("prefix", ""), "hex": hex_, "file": op.file,
                                   "line": op.line, "operands": operands})
+    # As on Triton's GPU backends, a scalar (or no operand) prints once per thread of the program.
     if not op.operands:
         put = _put_helper(ctx)
-        ctx.e.line(f"if (tmps_tid == 0u) {put}(tmps_dbg, {site}u, tmps_pid, {NO_INDEX}u, {NO_INDEX}u, 0ul);")
+        ctx.e.line(f"{put}(tmps_dbg, {site}u, tmps_pid, {NO_INDEX}u, {NO_INDEX}u, 0ul);")
         return
     for i, v in enumerate(op.operands):
-        _emit_records(ctx, site, i, v)
+        _emit_records(ctx, site, i, v, every_thread=True)
 
 
 # ---- host side: decoding after the dispatch ----------------------------------------------------
 
+def _hex_float(x: float) -> str:
+    """C's %a: Python's float.hex() without the mantissa's trailing zeros ("0x1.8p+1")."""
+    if x != x or x in (float("inf"), float("-inf")):
+        return str(x)
+    mant, exp = float(x).hex().split("p")
+    mant = mant.rstrip("0").rstrip(".")
+    return f"{mant}p{exp}"
+
+
 def _value_text(operand: dict, lo: int, hi: int, hex_: bool) -> str:
+    """One value as Triton's device_print formats it: %f for floats (%a with hex=True), %d or
+    %u for integers (%0Nx with hex=True), %p-like 0x... for pointers."""
     bits64 = lo | (hi << 32)
     k = operand["kind"]
-    if k == "float" and operand.get("bits") == 64:
-        return f"0x{bits64:016x}" if hex_ else str(np.array([bits64], dtype=np.uint64).view(np.float64)[0])
     if k == "float":
-        f = np.array([lo], dtype=np.uint32).view(np.float32)[0]
-        return f"0x{lo:08x}" if hex_ else str(f)
+        if operand.get("bits") == 64:
+            v = float(np.array([bits64], dtype=np.uint64).view(np.float64)[0])
+        else:
+            v = float(np.array([lo], dtype=np.uint32).view(np.float32)[0])
+        return _hex_float(v) if hex_ else f"{v:f}"
     if k == "ptr":
         return f"0x{bits64:x}"
     if k == "bool":
@@ -184,6 +212,12 @@ def _value_text(operand: dict, lo: int, hi: int, hex_: bool) -> str:
     if operand.get("signed", True) and u >> (nbits - 1):
         u -= 1 << nbits
     return str(u)
+
+
+def _index_text(idx: tuple[int, ...], shape: list[int]) -> str:
+    """Each index right-aligned to the width of its dimension's largest index, as Triton does
+    ("idx (  7)" in a 128-element tensor)."""
+    return ", ".join(f"{i:{len(str(max(d - 1, 0)))}}" for i, d in zip(idx, shape, strict=True))
 
 
 def _unravel(index: int, shape: list[int]) -> tuple[int, ...]:
@@ -225,11 +259,11 @@ def report(words: np.ndarray, debug: dict, kernel: str, out=None) -> None:
             continue
         od = site["operands"][operand]
         idx = _unravel(index, od["shape"])
-        label = prefix.rstrip(":").rstrip()
-        if len(site["operands"]) > 1:
-            label += f" (operand {operand})"
-        idx_text = ", ".join(str(i) for i in idx)
-        print(f"{pid_text} idx ({idx_text}) {label}: {_value_text(od, lo, hi, site['hex'])}", file=out)
+        # Triton's line: "pid (x, y, z) idx (i, j)" + the prefix as the front end normalised it
+        # (" x: ", or ": " when empty) + "(operand n) " with several operands + the value.
+        which = f"(operand {operand}) " if len(site["operands"]) > 1 else ""
+        idx_text = _index_text(idx, od["shape"]) if idx else ""
+        print(f"{pid_text} idx ({idx_text}){site['prefix']}{which}{_value_text(od, lo, hi, site['hex'])}", file=out)
     if dropped:
         print(f"triton-mps: kernel '{kernel}': {dropped} device print/assert records dropped "
               f"(more than {debug.get('capacity', CAPACITY)} in one launch)", file=sys.stderr)
