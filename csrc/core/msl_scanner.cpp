@@ -479,6 +479,7 @@ class Scanner {
     KernelDecl decl;
     KernelExtra extra;
     decl.line = line;
+    decl.effect_threads = effect_threads_hint(toks_[head].line);
     std::string host_name;
     edits_.push_back(blank(toks_[marker].begin, toks_[marker_end - 1].end));  // `kernel` / [[kernel]]
 
@@ -776,6 +777,28 @@ class Scanner {
     }
   }
 
+  // N of a `// tmps-sim: effect_threads=N` comment alone on the line before `line`, else 0.
+  uint32_t effect_threads_hint(uint32_t line) const {
+    if (line < 2) return 0;
+    size_t pos = 0;
+    for (uint32_t l = 1; l < line - 1 && pos != std::string::npos; ++l) {
+      pos = src_.find('\n', pos);
+      if (pos != std::string::npos) ++pos;
+    }
+    if (pos == std::string::npos) return 0;
+    const size_t end = std::min(src_.find('\n', pos), src_.size());
+    std::string_view text(src_.data() + pos, end - pos);
+    while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
+    constexpr std::string_view prefix = "// tmps-sim: effect_threads=";
+    if (text.substr(0, prefix.size()) != prefix) return 0;
+    text.remove_prefix(prefix.size());
+    uint64_t v = 0;
+    size_t digits = 0;
+    while (digits < text.size() && digits < 10 && text[digits] >= '0' && text[digits] <= '9') v = v * 10 + uint64_t(text[digits++] - '0');
+    if (digits == 0 || v == 0 || v > 0xFFFFFFFFu) return 0;
+    return uint32_t(v);
+  }
+
   static bool fiber_word(std::string_view w) {
     auto starts = [&](const char* p) { return w.rfind(p, 0) == 0; };
     return w == "threadgroup_barrier" || w == "simdgroup_barrier" || starts("simd_") || starts("quad_") || starts("simdgroup_");
@@ -935,9 +958,9 @@ std::string generate_tail(const std::string& file, const std::vector<KernelDecl>
     o << "  {" << c_string(kd.name) << ", &tmps_sim_entry_" << kd.name << ", "
       << (kd.params.empty() ? std::string("0") : "tmps_sim_params_" + std::to_string(k)) << ", " << kd.params.size() << "u, "
       << (kd.needs_fibers ? 1 : 0) << "u, " << (kx.max_threads_expr.empty() ? "0" : "(tmps_u32)(" + kx.max_threads_expr + ")") << ", "
-      << kd.line << "u},\n";
+      << kd.line << "u, " << kd.effect_threads << "u},\n";
   }
-  if (count == 0) o << "  {0, 0, 0, 0u, 0u, 0u, 0u},\n";
+  if (count == 0) o << "  {0, 0, 0, 0u, 0u, 0u, 0u, 0u},\n";
   o << "};\n}\n";
   return o.str();
 }

@@ -17,6 +17,10 @@ struct KernelDecl {
   uint32_t line = 0;                    // MSL line of `kernel`
   uint32_t max_total_threads = 0;       // [[max_total_threads_per_threadgroup(N)]], 0 if absent
   bool needs_fibers = false;            // calls barriers or SIMD-group functions (conservative)
+  // From a `// tmps-sim: effect_threads=N` line right above the kernel: threads of a threadgroup
+  // at index >= N store, print and signal nothing (they only duplicate lower threads' work), so
+  // a simulator may skip them when threads cannot communicate. 0: no such line.
+  uint32_t effect_threads = 0;
 };
 
 // Every `kernel` function in the source. Throws CompileError ("<file>:<line>: ...") on a

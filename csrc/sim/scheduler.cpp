@@ -102,6 +102,7 @@ struct DispatchState {
   const tmps_sim_kernel* kernel = nullptr;
   uint64_t total_groups = 0;
   uint32_t nthreads = 0;
+  uint32_t run_threads = 0;           // loop mode runs threads [0, run_threads) (see dispatch)
   tmps_sim_thread thread_template{};  // fields equal for every thread of the dispatch
   AccessMap access;                   // memcheck: the buffers and runtime memory of this dispatch
   std::atomic<uint64_t> next{0};
@@ -616,25 +617,22 @@ void run_group_loop(Worker& w) {
   // store would see a value no GPU thread sees (a GPU starts the threadgroup's SIMD-groups
   // together, lanes in lockstep). Any order is a legal schedule; this one keeps that pattern
   // (`x = load(p); ...; store(p, f(x))`, a load address computed from x) as on hardware.
-  uint32_t idx = tpg[0] * tpg[1] * tpg[2];
+  const uint32_t plane = tpg[0] * tpg[1];
   w.trap.in_kernel = 1;
-  for (uint32_t z = tpg[2]; z-- > 0;)
-    for (uint32_t y = tpg[1]; y-- > 0;)
-      for (uint32_t x = tpg[0]; x-- > 0;) {
-        --idx;
-        for (int i = 0; i < 3; ++i) {
-          uint32_t local = i == 0 ? x : i == 1 ? y : z;
-          t.thread_position_in_threadgroup[i] = local;
-          t.thread_position_in_grid[i] = t.threadgroup_position_in_grid[i] * tpg[i] + local;
-        }
-        t.thread_index_in_threadgroup = idx;
-        t.thread_index_in_simdgroup = idx % kSimd;
-        t.simdgroup_index_in_threadgroup = idx / kSimd;
-        t.thread_index_in_quadgroup = idx % 4;
-        t.quadgroup_index_in_threadgroup = idx / 4;
-        w.current = idx;
-        entry(&w.args, &t);
-      }
+  for (uint32_t idx = d.run_threads; idx-- > 0;) {
+    const uint32_t local[3] = {idx % tpg[0], idx / tpg[0] % tpg[1], idx / plane};
+    for (int i = 0; i < 3; ++i) {
+      t.thread_position_in_threadgroup[i] = local[i];
+      t.thread_position_in_grid[i] = t.threadgroup_position_in_grid[i] * tpg[i] + local[i];
+    }
+    t.thread_index_in_threadgroup = idx;
+    t.thread_index_in_simdgroup = idx % kSimd;
+    t.simdgroup_index_in_threadgroup = idx / kSimd;
+    t.thread_index_in_quadgroup = idx % 4;
+    t.quadgroup_index_in_threadgroup = idx / 4;
+    w.current = idx;
+    entry(&w.args, &t);
+  }
   w.trap.in_kernel = 0;
 }
 
@@ -1061,6 +1059,13 @@ DispatchCounters Scheduler::run(const LaunchSpec& spec) {
   d.kernel = k;
   d.total_groups = ngroups;
   d.nthreads = static_cast<uint32_t>(nthreads);
+  d.counting = counting();
+  // Threads the compiler declared free of side effects (tmps_sim_kernel::effect_threads) only
+  // duplicate lower threads' work: skipped when they cannot communicate with the others (no
+  // barriers or SIMD-group functions: loop mode). Every check and the counters see all threads.
+  d.run_threads = d.nthreads;
+  if (k->effect_threads && !k->needs_fibers && !checks && !d.counting)
+    d.run_threads = std::min(d.nthreads, k->effect_threads);
   tmps_sim_thread& t = d.thread_template;
   for (int i = 0; i < 3; ++i) {
     t.threads_per_threadgroup[i] = tpg[i];
@@ -1071,7 +1076,6 @@ DispatchCounters Scheduler::run(const LaunchSpec& spec) {
   t.threads_per_simdgroup = kSimd;
   t.quadgroups_per_threadgroup = static_cast<uint32_t>((nthreads + 3) / 4);
   d.access.reset(spec);
-  d.counting = counting();
   if (d.counting)
     for (uint32_t i = 0; i < d.access.buffer_count(); ++i) {
       d.read_bytes.emplace_back(d.access.buffer_bytes(i));

@@ -171,6 +171,19 @@ TEST(MslFrontend, NeedsFibers) {
                   .needs_fibers);
 }
 
+TEST(MslFrontend, EffectThreadsHint) {
+  auto hint = [](const std::string& src) { return parse_kernels(src)[0].effect_threads; };
+  const std::string k = "kernel void k(device float* a [[buffer(0)]]) { a[0] = 1; }\n";
+  EXPECT_EQ(hint("// tmps-sim: effect_threads=64\n" + k), 64u);
+  EXPECT_EQ(hint("#include <metal_stdlib>\n  // tmps-sim: effect_threads=1\n" + k), 1u);
+  EXPECT_EQ(hint("// tmps-sim: effect_threads=64\n[[max_total_threads_per_threadgroup(128)]]\n" + k), 64u);
+  EXPECT_EQ(hint(k), 0u);
+  EXPECT_EQ(hint("// tmps-sim: effect_threads=64\n\n" + k), 0u) << "only the line right above counts";
+  EXPECT_EQ(hint("// tmps-sim: effect_threads=0\n" + k), 0u);
+  EXPECT_EQ(hint("// tmps-sim: effect_threads=x\n" + k), 0u);
+  EXPECT_EQ(hint("// tmps-sim: effect_threads=99999999999\n" + k), 0u);
+}
+
 TEST(MslFrontend, Errors) {
   std::string e = parse_error("kernel void k(device float* a [[buffer(0)]],\n  device float* b [[texture(1)]]) {}");
   EXPECT_NE(e.find("k.metal:2: error:"), std::string::npos) << e;

@@ -553,6 +553,39 @@ TEST(Scheduler, PositionsIn3D) {
   }
 }
 
+// Threads at or past tmps_sim_kernel::effect_threads are skipped in loop mode only; the ones
+// that run keep their positions. Fibers and counting run every thread.
+TEST(Scheduler, EffectThreadsSkipsDuplicatesInLoopMode) {
+  for (int mode = 0; mode < 3; ++mode) {
+    const bool fibers = mode == 1, count = mode == 2;
+    SCOPED_TRACE(mode == 0 ? "loop" : fibers ? "fibers" : "counting");
+    Scheduler s(2);
+    auto k = make_kernel("pos", k_positions, fibers);
+    k.effect_threads = 7;
+    LaunchSpec spec;
+    spec.kernel = &k;
+    spec.threadgroups = {3, 1, 1};
+    spec.threads_per_group = {4, 5, 1};  // 20 threads; 7 = (3,1): a partial row of x
+    std::vector<uint32_t> out(3 * 20 * 4, 0xDEAD);
+    bind(spec, 0, out);
+    const bool was = tmps::sim::counting();
+    tmps::sim::set_counting(count);
+    s.run(spec);
+    tmps::sim::set_counting(was);
+    for (uint32_t g = 0; g < 3; ++g)
+      for (uint32_t y = 0; y < 5; ++y)
+        for (uint32_t x = 0; x < 4; ++x) {
+          const uint32_t tidx = x + 4 * y, lin = g * 4 + x + y * 12;
+          if (mode == 0 && tidx >= 7) {
+            ASSERT_EQ(out[lin * 4 + 0], 0xDEADu) << "thread " << tidx << " ran";
+          } else {
+            ASSERT_EQ(out[lin * 4 + 0], tidx);
+            ASSERT_EQ(out[lin * 4 + 1], g);
+          }
+        }
+  }
+}
+
 std::vector<uint32_t> run_order(unsigned workers) {
   Scheduler s(workers);
   auto k = make_kernel("order", k_order, true);

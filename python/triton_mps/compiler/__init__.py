@@ -7,7 +7,7 @@ from . import (
     ops,  # noqa: F401  (registers every lowering)
 )
 from .abi import ArgInfo, CompiledMSL
-from .effects import written_args
+from .effects import effect_threads, written_args
 from .errors import CompilationError
 from .ir import read_module
 from .lowering import SCRATCH_BUDGET, KernelState, LoweringContext, function_body
@@ -173,6 +173,9 @@ def _compile_ttgir(mod, *, num_warps: int, signature: dict, constants: dict, ker
     out += list(state.helpers.values())
     out += list(state.functions_emitted.values())
     msl_name = legal_kernel_name(kernel_name)
+    hint = _effect_threads_hint(state, func, wants_debug or wants_locks, prologue + body)
+    if hint:
+        out.append(hint)
     out.append(f"kernel void {msl_name}(" + ",\n    ".join(params) + ") {")
     if state.scratch_bytes or state.functions_emitted:
         words = max(state.scratch_bytes, 16) // 8
@@ -188,6 +191,22 @@ def _compile_ttgir(mod, *, num_warps: int, signature: dict, constants: dict, ker
                        shared=max(state.scratch_bytes, 16) if (state.scratch_bytes or state.functions_emitted) else 0,
                        args=args_info, pack_scalars_at=pack_at, debug=debug, locks=locks,
                        written=[names[i] for i in sorted(written_args(func))])
+
+
+def _effect_threads_hint(state: KernelState, func, hidden_buffers: bool, lines: list[str]) -> str:
+    """The simulator's hint that threads past N only duplicate lower ones (see
+    effects.effect_threads; read by csrc/core/msl_scanner.cpp), or "". Never given when the
+    kernel uses threadgroup memory, atomics, calls or the debug buffer."""
+    threads = state.num_warps * 32
+    if state.scratch_bytes or state.functions_emitted or state.debug_sites or hidden_buffers:
+        return ""
+    text = "\n".join([*lines, *state.helpers.values()])
+    if "threadgroup" in text or "atomic" in text:
+        return ""
+    n = effect_threads(func, state.num_warps)
+    if n is None or n >= threads:
+        return ""
+    return f"// tmps-sim: effect_threads={n}"
 
 
 def _check_elements_per_thread(module, kernel: str, num_warps: int) -> None:

@@ -92,8 +92,58 @@ def written_args(func: Function) -> set[int]:
             changed |= len(written) != before
         return changed
 
-    while visit_block(func.body):
+    while any([visit_block(b) for b in func.blocks]):  # (a list: visit every block each round)
         pass
     if _ANY in written:
         return set(pointer_args)
     return {i for i in written if i != _ANY}
+
+
+# Ops whose lowering has no side effect and keeps each thread to its own registers, except
+# through threadgroup memory or SIMD-group functions (which effect_threads' callers exclude).
+_THREAD_LOCAL_PREFIXES = ("arith.", "math.", "scf.")
+_THREAD_LOCAL = frozenset({
+    "tt.load", "tt.addptr", "tt.splat", "tt.broadcast", "tt.expand_dims", "tt.make_range",
+    "tt.get_program_id", "tt.get_num_programs", "tt.bitcast", "tt.fp_to_fp", "tt.int_to_ptr",
+    "tt.ptr_to_int", "tt.precise_sqrt", "tt.precise_divf", "tt.mulhiui", "tt.clampf",
+    "tt.extern_elementwise", "tt.reshape", "tt.trans", "tt.join", "tt.split", "tt.cat",
+    "tt.reduce", "tt.reduce.return", "tt.scan", "tt.scan.return", "tt.return", "tt.assume",
+    "llvm.intr.assume", "ub.poison", "tt.unsplat", "ttg.convert_layout", "tt.dot",
+    "tt.map_elementwise", "tt.map_elementwise.return", "cf.br", "cf.cond_br",
+})
+
+
+def effect_threads(func: Function, num_warps: int) -> int | None:
+    """The number of threads of a threadgroup, counted from thread 0, that can have a side
+    effect: tt.store is done by the threads that own an element (its layout's owner predicate,
+    ops/memory.py; a scalar store by thread 0), and every other op is side-effect free and
+    thread-local. None when some op may do more (atomics, prints, calls, inline assembly, any
+    op not listed). Threads past the bound only duplicate lower ones, so the simulator may skip
+    them when nothing else lets threads communicate (the caller checks threadgroup memory; the
+    simulator, barriers and SIMD-group functions)."""
+    threads = num_warps * 32
+    bound = 0
+
+    def visit(block: Block) -> bool:
+        nonlocal bound
+        for op in block.ops:
+            if op.name == "tt.store":
+                ptr = op.operands[0]
+                if not isinstance(ptr.type, TensorType):
+                    bound = max(bound, 1)
+                elif ptr.layout is None:
+                    return False
+                else:
+                    lay = ptr.layout
+                    lane = (len(lay.lane_bases) and (1 << len(lay.lane_bases)) - 1) & ~lay.lane_dup_mask
+                    warp = (num_warps - 1) & ~lay.warp_dup_mask
+                    bound = max(bound, warp * 32 + lane + 1)
+            elif not (op.name in _THREAD_LOCAL or op.name.startswith(_THREAD_LOCAL_PREFIXES)):
+                return False
+            if not all(visit(b) for r in op.regions for b in r.blocks):
+                return False
+        return True
+
+    if not all(visit(b) for b in func.blocks):
+        return None
+    return min(bound, threads) if bound else 1

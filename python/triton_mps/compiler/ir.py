@@ -258,6 +258,12 @@ class Function:
     noinline: bool
     result_types: list = field(default_factory=list)
 
+    @property
+    def blocks(self) -> list[Block]:
+        """Every block of the body: the entry and, with cf branches (an early return), the
+        blocks they branch to."""
+        return self.body.region.blocks if self.body.region is not None else [self.body]
+
 
 @dataclass
 class Module:
@@ -270,7 +276,7 @@ class Module:
         def visit(block: Block) -> bool:
             return any(pred(op) or any(visit(b) for r in op.regions for b in r.blocks) for op in block.ops)
 
-        return any(visit(f.body) for f in self.functions.values())
+        return any(visit(b) for f in self.functions.values() for b in f.blocks)
 
 
 _LOC_RE = re.compile(r'loc\((?:"([^"]*)"\()?"([^"]+)":(\d+):(\d+)')
