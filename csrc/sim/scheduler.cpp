@@ -537,9 +537,15 @@ void rt_atomic_access(const void* addr, tmps_u64 size, const void* pc) {
   if (checks & TMPS_CHECK_INTERLEAVE) maybe_yield(w);
 }
 
+void rt_count_flops(tmps_u32 n) {
+  Worker* w = require_worker("count_flops");
+  if (w->d->counting) w->counters.scalar_flops += n;
+}
+
 const tmps_sim_runtime kRuntime = {
     TMPS_SIM_ABI_VERSION, rt_threadgroup_barrier, rt_simdgroup_barrier, rt_simd_exchange,
     rt_threadgroup_static, rt_fail, rt_current_thread, rt_check_access, rt_atomic_access,
+    rt_count_flops,
 };
 
 // ---- running threadgroups ----------------------------------------------------------------------
@@ -1155,7 +1161,8 @@ DispatchCounters Scheduler::run(const LaunchSpec& spec) {
                               {&total.simd_collectives, c.simd_collectives},
                               {&total.simdgroup_barriers, c.simdgroup_barriers},
                               {&total.simdgroup_matrix_ops, c.simdgroup_matrix_ops},
-                              {&total.simdgroup_matrix_flops, c.simdgroup_matrix_flops}})
+                              {&total.simdgroup_matrix_flops, c.simdgroup_matrix_flops},
+                              {&total.scalar_flops, c.scalar_flops}})
         *dst += src;
     }
     total.buffers.resize(d.access.buffer_count());

@@ -62,6 +62,9 @@ struct DispatchCounters {
   uint64_t simdgroup_barriers = 0;  // simdgroup_barrier(), once per SIMD-group
   uint64_t simdgroup_matrix_ops = 0;    // 8x8x8 simdgroup_matrix multiply(-accumulate)s
   uint64_t simdgroup_matrix_flops = 0;  // 2 * 8 * 8 * 8 per op
+  // Scalar floating-point add/sub/mul/div (1 each) and fma (2) per element, as the compiler's
+  // TMPS_FLOPS marks them; counted by a kernel's counting build (SimDevice), else 0.
+  uint64_t scalar_flops = 0;
   struct Buffer {
     uint32_t index = 0;  // [[buffer(index)]]
     uint64_t bytes = 0;  // bound length

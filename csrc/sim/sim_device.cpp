@@ -260,9 +260,13 @@ struct KernelVariant {
 
 class SimPipeline : public Pipeline {
  public:
+  using Build = std::function<std::shared_ptr<KernelLibrary>()>;
   // `full_build`: for a -O0 kernel, rebuilds it at -O2 (see Tiering); empty otherwise.
-  SimPipeline(KernelVariant v, const std::string& source, std::function<std::shared_ptr<KernelLibrary>()> full_build)
-      : variant_(std::make_shared<const KernelVariant>(std::move(v))), origins_(source), full_build_(std::move(full_build)) {
+  // `counting_build`: the build that reports TMPS_FLOPS (made on the first dispatch with the
+  // counters on); empty when the source marks no FLOPs.
+  SimPipeline(KernelVariant v, const std::string& source, Build full_build, Build counting_build)
+      : variant_(std::make_shared<const KernelVariant>(std::move(v))), origins_(source), full_build_(std::move(full_build)),
+        counting_build_(std::move(counting_build)) {
     const tmps_sim_kernel* k = variant_->kernel;
     name_ = k->name;
     line_ = k->line;
@@ -282,6 +286,20 @@ class SimPipeline : public Pipeline {
   std::shared_ptr<const KernelVariant> variant() const {
     std::lock_guard<std::mutex> lock(mu_);
     return variant_;
+  }
+
+  // The build a dispatch runs: the counting build while the counters are on (built once, here).
+  std::shared_ptr<const KernelVariant> variant_for(bool counting_on) const {
+    if (!counting_on) return variant();
+    std::lock_guard<std::mutex> lock(counting_mu_);
+    if (!counting_variant_) {
+      if (!counting_build_) return variant();
+      std::shared_ptr<KernelLibrary> lib = counting_build_();
+      const tmps_sim_kernel* k = lib->find(name_);
+      if (!k) throw CompileError("kernel '" + name_ + "' not found in " + lib->path);
+      counting_variant_ = std::make_shared<const KernelVariant>(KernelVariant{std::move(lib), k});
+    }
+    return counting_variant_;
   }
 
   // Before a dispatch of `threads` threads: one of kPromoteThreads or more runs long whatever
@@ -322,6 +340,9 @@ class SimPipeline : public Pipeline {
   SourceOrigins origins_;  // Triton source lines of the MSL, for diagnostics
   mutable std::function<std::shared_ptr<KernelLibrary>()> full_build_;
   mutable double run_ns_ = 0;
+  Build counting_build_;
+  mutable std::mutex counting_mu_;  // held while the counting build is made
+  mutable std::shared_ptr<const KernelVariant> counting_variant_;
   std::string name_;
   uint32_t line_ = 0;
   uint32_t max_threads_ = 0;
@@ -347,7 +368,8 @@ std::vector<std::pair<std::string, double>> counter_list(const DispatchCounters&
           {"simd_collectives", n(c.simd_collectives)},
           {"simdgroup_barriers", n(c.simdgroup_barriers)},
           {"simdgroup_matrix_ops", n(c.simdgroup_matrix_ops)},
-          {"simdgroup_matrix_flops", n(c.simdgroup_matrix_flops)}};
+          {"simdgroup_matrix_flops", n(c.simdgroup_matrix_flops)},
+          {"scalar_flops", n(c.scalar_flops)}};
 }
 
 double now_ns() {
@@ -431,7 +453,7 @@ class SimBatch : public Batch {
         const auto& g = item.dispatch.threadgroups;
         const auto& t = item.dispatch.threads_per_group;
         p.will_run(uint64_t(g[0]) * g[1] * g[2] * t[0] * t[1] * t[2]);
-        const std::shared_ptr<const KernelVariant> v = p.variant();
+        const std::shared_ptr<const KernelVariant> v = p.variant_for(counting());
         const LaunchSpec spec = resolve(item.dispatch, p, *v);
         std::unique_lock<std::mutex> one_at_a_time(v->lib->dispatch_mu, std::defer_lock);
         if (spec.memcheck_slot) one_at_a_time.lock();  // the library's tmps_sim_mc is per dispatch
@@ -575,7 +597,20 @@ std::shared_ptr<Pipeline> SimDevice::build_pipeline(const std::string& source, c
   }
   const tmps_sim_kernel* k = lib->find(entry);
   if (!k) throw CompileError("kernel '" + entry + "' not found in " + lib->path + "; kernels found: " + lib->names());
-  return std::make_shared<SimPipeline>(KernelVariant{std::move(lib), k}, source, std::move(full_build));
+  std::function<std::shared_ptr<KernelLibrary>()> counting_build;
+  if (source.find("TMPS_FLOPS") != std::string::npos) {
+    // The same C++ with TMPS_FLOPS live: another cache key, the same bits otherwise.
+    // (#undef first: a precompiled shim, included before this text, defined it empty.)
+    counting_build = [cpp = "#undef TMPS_FLOPS\n#define TMPS_FLOPS(n) (tmps_sim_rt->count_flops((tmps_u32)(n)))\n" + tr.cpp,
+                      options, entry, counters = counters_]() {
+      const std::string key = library_key(cpp, options, OptLevel::Full);
+      const std::string so = library_path(key);
+      std::shared_ptr<KernelLibrary> built = cached_library(so, key, entry, *counters);
+      return built ? built : build_library(cpp, so, key, options, OptLevel::Full, *counters);
+    };
+  }
+  return std::make_shared<SimPipeline>(KernelVariant{std::move(lib), k}, source, std::move(full_build),
+                                       std::move(counting_build));
 }
 
 std::unique_ptr<Batch> SimDevice::new_batch() { return std::make_unique<SimBatch>(scheduler_); }

@@ -15,10 +15,15 @@ dict of the `Timing` a timed launch returns (`kernel(..., timed=True)` in the di
 of every record of `triton_mps.profile()` (summed per kernel in its table).
 
 Device traffic is seen through memcheck's instrumentation, so it is counted only for kernels
-built with memcheck (the default; `memory_counted` says whether it was). Scalar FLOPs are not
-counted: the code the simulator runs is C++, not instructions we can see; `triton_mps.bench`
-compares matrix FLOPs with the FLOPs the problem requires. Counting routes every access
-through the runtime: a dispatch runs several times slower, so counting is off by default.
+built with memcheck (the default; `memory_counted` says whether it was). `scalar_flops` counts
+the scalar floating-point work as the compiler marks it in the MSL (`TMPS_FLOPS(n)` after each
+float add, sub, mul or div: 1 per element; fma: 2; a dot's FMA path: 2 per multiply-add; other
+ops, such as min/max, comparisons, conversions and math functions, count 0). Every thread's
+work counts, also threads whose stores are masked or that hold copies, as on a GPU. The
+markers compile to nothing on Metal and in the simulator's normal builds; with counting on, a
+kernel runs from a second build where they are live (built on its first counted dispatch).
+Counting routes every access through the runtime: a dispatch runs several times slower, so
+counting is off by default.
 """
 
 from __future__ import annotations

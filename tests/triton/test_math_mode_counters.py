@@ -74,6 +74,59 @@ def test_fp_fusion_decides_fma_and_counters_see_the_traffic(fusion, counters, rn
     assert by_index[3]["written"] == by_index[3]["distinct_written"] == 4 * n and by_index[3]["read"] == 0
     assert stats["device_distinct_bytes_written"] == 4 * n
     assert stats["simdgroup_matrix_flops"] == 0 and stats["threadgroups"] == 8
+    # x * y + z: one mul and one add (or one fma, 2 FLOPs) per element in each of the 8 x 128
+    # threads (threads past n compute too; their stores are masked)
+    assert stats["scalar_flops"] == 2 * 8 * 128
+
+
+@triton.jit
+def _flop_mix(x_ptr, out_ptr, n, BLOCK: tl.constexpr, STEPS: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs, mask=offs < n, other=1.0)
+    acc = x
+    for _ in range(STEPS):  # a loop: counted as it runs, not as written
+        acc = acc / 3.0 - x
+    tl.store(out_ptr + offs, acc, mask=offs < n)
+
+
+@pytest.mark.parametrize("steps", [0, 1, 5])
+def test_scalar_flops_count_what_runs(steps, counters, rng):
+    n, block, warps = 1000, 256, 4
+    x = torch.from_numpy(rng.standard_normal(n).astype(np.float32))
+    out = torch.full((n,), float("nan"))
+    _flop_mix[(triton.cdiv(n, block),)](x, out, n, BLOCK=block, STEPS=steps, num_warps=warps)
+    stats = triton_mps.last_dispatch_stats()
+    ref = x.double()
+    acc = ref.clone()
+    for _ in range(steps):
+        acc = acc / 3.0 - ref
+    torch.testing.assert_close(out.double(), acc, rtol=1e-5, atol=1e-5)
+    assert stats["scalar_flops"] == 2 * steps * triton.cdiv(n, block) * block  # div + sub per element
+
+
+# (16, 16, 4): K under 8, the FMA path; (32, 32, 32): simdgroup_matrix; float64: soft FMA
+@pytest.mark.parametrize("M,N,K,dtype", [(16, 16, 4, np.float32), (32, 32, 32, np.float32), (16, 16, 16, np.float64)])
+def test_dot_flops_are_counted_on_every_path(M, N, K, dtype, counters, rng):
+    a = torch.from_numpy(rng.standard_normal((M, K)).astype(dtype))
+    b = torch.from_numpy(rng.standard_normal((K, N)).astype(dtype))
+    c = torch.full((M, N), float("nan"), dtype=a.dtype)
+    _dot_p[(1,)](a, b, c, M=M, N=N, K=K, PRECISION="ieee")
+    stats = triton_mps.last_dispatch_stats()
+    torch.testing.assert_close(c.double(), a.double() @ b.double(), rtol=1e-4, atol=1e-4)
+    # the dot's 2MNK FLOPs, once (4 warps, at least 256 outputs: no thread holds copies)
+    on_matrix = M == 32
+    assert stats["simdgroup_matrix_flops"] == (2 * M * N * K if on_matrix else 0)
+    assert stats["scalar_flops"] == (0 if on_matrix else 2 * M * N * K)
+
+
+@triton.jit
+def _dot_p(a, b, c, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr, PRECISION: tl.constexpr):
+    rm = tl.arange(0, M)
+    rn = tl.arange(0, N)
+    rk = tl.arange(0, K)
+    x = tl.load(a + rm[:, None] * K + rk[None, :])
+    y = tl.load(b + rk[:, None] * N + rn[None, :])
+    tl.store(c + rm[:, None] * N + rn[None, :], tl.dot(x, y, input_precision=PRECISION))
 
 
 def test_counters_count_simdgroup_matrix_flops(counters, rng):

@@ -8,6 +8,14 @@
 // The loader fills this in before any kernel runs; the MSL frontend defines it.
 extern "C" __attribute__((visibility("default"))) const tmps_sim_runtime* tmps_sim_rt;
 
+// TMPS_FLOPS(n): the emitted MSL's count of scalar FLOPs (the compiler's prelude defines it
+// empty for Metal). Compiled away here; the counting build of a kernel (SimDevice, made when
+// the simulator's counters are on) redefines it at the top of its source, after this header
+// (which may come precompiled), to call tmps_sim_rt->count_flops.
+#ifndef TMPS_FLOPS
+#define TMPS_FLOPS(n) ((void)0)
+#endif
+
 #define __METAL_VERSION__ 310
 #define __HAVE_BFLOAT__ 1
 #define METAL_FUNC inline __attribute__((__always_inline__))

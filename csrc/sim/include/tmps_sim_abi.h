@@ -115,6 +115,8 @@ typedef struct tmps_sim_runtime {
    * `size` bytes at `addr` (atomics are not instrumented as plain accesses: they never race).
    * May switch to another thread first (TMPS_CHECK_INTERLEAVE). */
   void (*atomic_access)(const void* addr, tmps_u64 size, const void* pc);
+  /* Counting builds only (TMPS_SIM_COUNT_FLOPS): the calling thread did `n` scalar FLOPs. */
+  void (*count_flops)(tmps_u32 n);
 } tmps_sim_runtime;
 
 /* How a kernel parameter is bound. */

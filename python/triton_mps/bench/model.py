@@ -21,6 +21,7 @@ class Result:
     device_bytes: int = 0     # counted: every load and store of the tensors' buffers
     distinct_bytes: int = 0   # counted: distinct bytes read + distinct bytes written
     matrix_flops: int = 0     # counted: simdgroup_matrix FLOPs
+    scalar_flops: int = 0     # counted: scalar float add/sub/mul/div (1), fma (2), per element
     threadgroup_bytes: int = 0
     barriers: int = 0
     simd_collectives: int = 0
@@ -36,6 +37,10 @@ class Result:
     @property
     def matrix_share(self) -> float:
         return self.matrix_flops / self.required_flops if self.required_flops else float("nan")
+
+    @property
+    def counted_flops(self) -> int:
+        return self.matrix_flops + self.scalar_flops
 
 
 def _import_kernels():
@@ -76,6 +81,7 @@ def _measure(res: Result, launch: Callable[[], object]) -> Result:
     res.device_bytes = sum(b["read"] + b["written"] for b in bufs)
     res.distinct_bytes = sum(b["distinct_read"] + b["distinct_written"] for b in bufs)
     res.matrix_flops = stats["simdgroup_matrix_flops"]
+    res.scalar_flops = stats["scalar_flops"]
     res.threadgroup_bytes = stats["threadgroup_bytes"]
     res.barriers = stats["barriers"]
     res.simd_collectives = stats["simd_collectives"]

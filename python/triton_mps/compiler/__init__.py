@@ -41,6 +41,9 @@ _PRELUDE = """#include <metal_stdlib>
 #pragma METAL fp contract(off)
 #endif
 using namespace metal;
+#ifndef TMPS_FLOPS
+#define TMPS_FLOPS(n)
+#endif
 """
 
 

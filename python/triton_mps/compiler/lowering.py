@@ -107,6 +107,12 @@ def lowers(*names: str):
     return deco
 
 
+# FLOPs per element of the float ops the simulator's counters report as scalar FLOPs (an fma
+# that fuses a mulf counts 1 + 1 through both ops; ops/dot.py counts its FMA paths itself).
+SCALAR_FLOPS = {"arith.addf": 1, "arith.subf": 1, "arith.mulf": 1, "arith.divf": 1, "tt.precise_divf": 1,
+                "math.fma": 2}
+
+
 class KernelState:
     """What all functions of one kernel share: names, helpers, scratch size."""
 
@@ -360,6 +366,13 @@ class LoweringContext:
             return s if name == "f32" else f"({ty.msl()}){s}"
         self.error(self.current_op, f"float type {name} is not supported by Metal")
 
+    # ---- counters -------------------------------------------------------------------------------
+    def count_flops(self, n: int) -> None:
+        """Mark n scalar FLOPs done by this thread here (TMPS_FLOPS: the simulator's counters
+        see them; empty for Metal)."""
+        if n:
+            self.e.line(f"TMPS_FLOPS({n});")
+
     # ---- lowering -------------------------------------------------------------------------------
     def lower_op(self, op: Op) -> None:
         fn = LOWERINGS.get(op.name)
@@ -370,6 +383,9 @@ class LoweringContext:
         self.e.origin(op.file, op.line)
         try:
             fn(self, op)
+            flops = SCALAR_FLOPS.get(op.name)
+            if flops and op.results:
+                self.count_flops(flops * self.num_regs(op.results[0]))
         except CompilationError:
             raise
         except Exception as exc:  # turn lowering bugs into errors that name the op

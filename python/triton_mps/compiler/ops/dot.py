@@ -109,11 +109,10 @@ def dot(ctx: LoweringContext, op: Op):
 
     M, N = lc.shape[-2], lc.shape[-1]
     desc = f"tt.dot {'x'.join(map(str, lc.shape[:-2] + (M, N, K)))} ({ta} x {tb} -> {td})"
-    if ta.name == "f64":
+    path, plan = ("f64", None) if ta.name == "f64" else _path(ctx, op, mode, is_int)
+    if path == "f64":
         _lower_f64(ctx, a, b, c, d, K, desc)
-        return
-    path, plan = _path(ctx, op, mode, is_int)
-    if path == "carried":
+    elif path == "carried":
         _lower_carried(ctx, ctx.carried_dots[id(op)], a, b, d, desc)
     elif path == "simdgroup":
         _lower_simdgroup(ctx, a, b, c, d, M, N, K, desc)
@@ -121,6 +120,8 @@ def dot(ctx: LoweringContext, op: Op):
         _lower_fma_registers(ctx, a, b, c, d, plan, is_int, desc)
     else:
         _lower_fma_scratch(ctx, a, b, c, d, K, is_int, desc)
+    if path not in ("carried", "simdgroup") and not is_int:  # simdgroup_matrix work is counted apart
+        ctx.count_flops(2 * K * len(lc.owned_regs()))
 
 
 def _path(ctx: LoweringContext, op: Op, mode: str, is_int: bool):
