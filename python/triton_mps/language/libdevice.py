@@ -47,7 +47,10 @@ _F64 = {"tmps_floor", "tmps_ceil", "tmps_trunc", "tmps_round", "tmps_rint", "tmp
         # fp64_math_ext.py
         "tmps_tan", "tmps_tanh", "tmps_sinh", "tmps_cosh", "tmps_pow", "tmps_log10", "tmps_log1p", "tmps_expm1",
         "tmps_erfc", "tmps_cbrt", "tmps_asin", "tmps_acos", "tmps_atan", "tmps_atan2", "tmps_asinh",
-        "tmps_acosh", "tmps_atanh"}
+        "tmps_acosh", "tmps_atanh",
+        # fp64_math_more.py
+        "tmps_exp10", "tmps_sinpi", "tmps_cospi", "tmps_rcbrt", "tmps_remainder", "tmps_fdim", "tmps_hypot",
+        "tmps_rhypot", "tmps_nextafter", "tmps_logb", "tmps_norm3d", "tmps_rnorm3d", "tmps_norm4d", "tmps_rnorm4d"}
 
 
 def _same(sym: str, arity: int, types=_F) -> dict:
@@ -84,6 +87,15 @@ def _fn3(name: str, table: dict):
     return fn
 
 
+def _fn4(name: str, table: dict):
+    @core.extern
+    def fn(arg0, arg1, arg2, arg3, _semantic=None):
+        return _call(name, [arg0, arg1, arg2, arg3], table, _semantic)
+
+    fn.__name__ = fn.__qualname__ = name
+    return fn
+
+
 _G = globals()
 
 # ---- float -> float, one argument -------------------------------------------------------------
@@ -98,7 +110,7 @@ _UNARY = {
     "asin": "tmps_asin", "acos": "tmps_acos", "atan": "tmps_atan", "sinh": "tmps_sinh",
     "cosh": "tmps_cosh", "tanh": "tmps_tanh", "asinh": "tmps_asinh", "acosh": "tmps_acosh",
     "atanh": "tmps_atanh", "erf": "tmps_erf", "erfc": "tmps_erfc", "cbrt": "tmps_cbrt",
-    "rcbrt": "tmps_rcbrt", "saturatef": "tmps_saturate",
+    "rcbrt": "tmps_rcbrt", "logb": "tmps_logb", "saturatef": "tmps_saturate",
     # fast_* are Metal's fast:: variants (fewer guarantees, like CUDA's approximate intrinsics)
     "fast_expf": "tmps_fast_exp", "fast_exp10f": "tmps_fast_exp10", "fast_logf": "tmps_fast_log",
     "fast_log2f": "tmps_fast_log2", "fast_log10f": "tmps_fast_log10", "fast_sinf": "tmps_fast_sin",
@@ -118,15 +130,20 @@ _BINARY = {
 for _name, _sym in _BINARY.items():
     _table = _same(_sym, 2)
     if _name == "pow":  # pow(float, int32) as CUDA's powi
-        _table.update({(t, "int32"): ("tmps_powi", t) for t in _F})
+        _table.update({(t, "int32"): ("tmps_powi", t) for t in (*_F, "fp64")})
     _G[_name] = _fn2(_name, _table)
 
 for _name in ("fma", "fma_rn"):
     _G[_name] = _fn3(_name, _same("tmps_fma", 3))
+# sqrt(x^2 + y^2 + z^2 (+ w^2)) and the reciprocals, as CUDA's norm3d/rnorm3d/norm4d/rnorm4d
+for _name in ("norm3d", "rnorm3d"):
+    _G[_name] = _fn3(_name, _same(f"tmps_{_name}", 3))
+for _name in ("norm4d", "rnorm4d"):
+    _G[_name] = _fn4(_name, _same(f"tmps_{_name}", 4))
 
-ldexp = _fn2("ldexp", {(t, "int32"): ("tmps_ldexp", t) for t in _F})
-scalbn = _fn2("scalbn", {(t, "int32"): ("tmps_ldexp", t) for t in _F})
-ilogb = _fn1("ilogb", {(t, ): ("tmps_ilogb", "int32") for t in _F})
+ldexp = _fn2("ldexp", {(t, "int32"): ("tmps_ldexp", t) for t in (*_F, "fp64")})
+scalbn = _fn2("scalbn", {(t, "int32"): ("tmps_ldexp", t) for t in (*_F, "fp64")})
+ilogb = _fn1("ilogb", {(t, ): ("tmps_ilogb", "int32") for t in (*_F, "fp64")})
 
 # ---- Bessel functions: every float type, computed in software float64 (compiler/fp64_bessel.py) ---
 _BESSEL = {"j0": "tmps_j0", "j1": "tmps_j1", "y0": "tmps_y0", "y1": "tmps_y1",
@@ -171,8 +188,8 @@ for _short, _int in _INT_NAMES.items():
         _name = f"float2{_short}_{_mode}"
         _kind = "f2u" if _int.startswith("u") else "f2i"
         _G[_name] = _fn1(_name, {("fp32", ): (f"tmps_{_kind}_{_how}", _int)})
-llrint = _fn1("llrint", {(t, ): ("tmps_f2i_rint", "int64") for t in _F})
-llround = _fn1("llround", {(t, ): ("tmps_f2i_round", "int64") for t in _F})
+llrint = _fn1("llrint", {(t, ): ("tmps_f2i_rint", "int64") for t in (*_F, "fp64")})
+llround = _fn1("llround", {(t, ): ("tmps_f2i_round", "int64") for t in (*_F, "fp64")})
 int2float_rn = _fn1("int2float_rn", {("int32", ): ("tmps_i2f", "fp32")})
 uint2float_rn = _fn1("uint2float_rn", {("uint32", ): ("tmps_u2f", "fp32")})
 ll2float_rn = _fn1("ll2float_rn", {("int64", ): ("tmps_i2f", "fp32")})
