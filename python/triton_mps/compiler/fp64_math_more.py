@@ -164,7 +164,9 @@ static inline ulong tmps_f64_norm4(ulong a, ulong b, ulong c, ulong d, bool reci
   a &= {ABS}; b &= {ABS}; c &= {ABS}; d &= {ABS};
   if (a == {INF} || b == {INF} || c == {INF} || d == {INF}) return recip ? 0ul : {INF};
   if (a > {INF} || b > {INF} || c > {INF} || d > {INF}) return 0x7ff8000000000000ul;
-  ulong mx = max(max(a, b), max(c, d));  // non-negative: the bit patterns order as the values
+  ulong mx = a > b ? a : b;  // non-negative: the bit patterns order as the values
+  mx = mx > c ? mx : c;
+  mx = mx > d ? mx : d;
   if (mx == 0ul) return recip ? {INF} : 0ul;
   int e;
   tmps_f64_norm(mx, e);  // scale by 2^-e: the largest in [1, 2); what underflows is below 2^-2000 relative

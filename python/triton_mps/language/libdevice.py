@@ -8,14 +8,17 @@ symbol to a Metal expression.
 
 Types: float functions take fp32, fp16 and bf16 (fp16/bf16 are computed in float and rounded
 back once, as Triton's other backends do); the functions in `_F64` also take fp64, computed in
-software float64 (compiler/fp64.py: correctly rounded, or within 1 ulp for exp/log/sin/...).
+software float64 (compiler/fp64.py: correctly rounded, or within 1 ulp for exp/log/sin/...;
+fp64_math.py, fp64_math_ext.py, fp64_math_more.py), which covers every float64 function of CUDA's
+libdevice except the rz/rd/ru rounding variants and the double2*/ *2double conversions; so do
+pow(fp64, int32), ldexp/scalbn(fp64, int32), ilogb(fp64) -> int32 and llrint/llround(fp64) -> int64.
 The Bessel functions (j0, j1, y0, y1, cyl_bessel_i0, cyl_bessel_i1) take every float type and are
 computed in software float64 whatever the type (compiler/fp64_bessel.py); so are the special
 functions erfinv, erfcinv, erfcx, normcdf, normcdfinv, lgamma, tgamma, jn, yn (and rcp64h, fp64
 only) (compiler/fp64_special.py).
 Any other type combination is rejected here with the accepted combinations. Names
-Triton's libdevice has but we do not map (the rz/rd/ru rounding variants, fp64 conversions, ...) resolve
-to a function that raises a clear error when a kernel calls it.
+Triton's libdevice has but we do not map (the rz/rd/ru rounding variants, fp64 conversions, the integer
+byte_perm, mul24, sad) resolve to a function that raises a clear error when a kernel calls it.
 Return types follow CUDA's libdevice (e.g. `isnan` gives int1, `signbit` int32).
 """
 
