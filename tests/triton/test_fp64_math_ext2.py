@@ -345,7 +345,7 @@ def test_fp64_math_ext2(results, name):
     assert err <= ULP[name], f"{name}: {err:.3f} ulp at {describe(name, a)} (got {g!r}, want {exact(name, *a)!r})"
 
 
-# ---- the fp32 / fp16 / bf16 versions of the functions added with these (logb, norm3d, ...) ---------
+# ---- the fp32 / fp16 / bf16 versions of logb, norm3d, ... (added with these) and hypot, rhypot -----
 
 @triton.jit
 def _small(x_ptr, y_ptr, z_ptr, w_ptr, out_ptr, n, BLOCK: tl.constexpr):
@@ -358,14 +358,16 @@ def _small(x_ptr, y_ptr, z_ptr, w_ptr, out_ptr, n, BLOCK: tl.constexpr):
     tl.store(out_ptr + 2 * n + offs, libdevice.rnorm3d(x, y, z), mask=m)
     tl.store(out_ptr + 3 * n + offs, libdevice.norm4d(x, y, z, w), mask=m)
     tl.store(out_ptr + 4 * n + offs, libdevice.rnorm4d(x, y, z, w), mask=m)
+    tl.store(out_ptr + 5 * n + offs, libdevice.hypot(x, y), mask=m)
+    tl.store(out_ptr + 6 * n + offs, libdevice.rhypot(x, y), mask=m)
 
 
-SMALL = ["logb", "norm3d", "rnorm3d", "norm4d", "rnorm4d"]
+SMALL = ["logb", "norm3d", "rnorm3d", "norm4d", "rnorm4d", "hypot", "rhypot"]
 # computed in float (fp16/bf16 rounded back once; ops/elementwise.py tmps_norm4f, tmps_logb): the
-# norms from a float-float sum of squares and one corrected square root (measured: <= 0.5 ulp for
-# normal results, 0.70 where a reciprocal is subnormal (a second rounding); fp16 / bf16 <= 0.5);
-# logb exact.
-SMALL_ULP = {"logb": 0.0, "norm3d": 1.0, "rnorm3d": 1.0, "norm4d": 1.0, "rnorm4d": 1.0}
+# norms (hypot too) from a float-float sum of squares and one corrected square root (measured:
+# <= 0.5 ulp for normal results, 0.70 where a reciprocal is subnormal (a second rounding); fp16 /
+# bf16 <= 0.5); logb exact.
+SMALL_ULP = {"logb": 0.0, "norm3d": 1.0, "rnorm3d": 1.0, "norm4d": 1.0, "rnorm4d": 1.0, "hypot": 1.0, "rhypot": 1.0}
 
 
 def _ulps_narrow(got: np.ndarray, ex: np.ndarray, dtype) -> np.ndarray:
@@ -412,8 +414,11 @@ def test_narrow_float_versions(mps_driver, dtype):
         s4 = np.sqrt(np.float64(X) ** 2 + Y ** 2 + Z ** 2 + W ** 2)
         inf3 = np.isinf(X) | np.isinf(Y) | np.isinf(Z)
         inf4 = inf3 | np.isinf(W)
+        inf2 = np.isinf(X) | np.isinf(Y)
+        s2 = np.sqrt(np.float64(X) ** 2 + Y ** 2)
         ref = {"logb": logb, "norm3d": np.where(inf3, np.inf, s3), "rnorm3d": np.where(inf3, 0.0, 1 / s3),
-               "norm4d": np.where(inf4, np.inf, s4), "rnorm4d": np.where(inf4, 0.0, 1 / s4)}
+               "norm4d": np.where(inf4, np.inf, s4), "rnorm4d": np.where(inf4, 0.0, 1 / s4),
+               "hypot": np.where(inf2, np.inf, s2), "rhypot": np.where(inf2, 0.0, 1 / s2)}
     worst = {}
     for k, name in enumerate(SMALL):
         err = _ulps_narrow(got[k], ref[name], dtype)

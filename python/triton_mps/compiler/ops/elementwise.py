@@ -352,7 +352,7 @@ _EXTERN = {
     "tmps_pow": "precise::pow({0}, {1})", "tmps_powi": "tmps_powi({0}, {1})", "tmps_atan2": "precise::atan2({0}, {1})",
     "tmps_fmod": "fmod({0}, {1})", "tmps_remainder": "tmps_remainder({0}, {1})", "tmps_fmin": "fmin({0}, {1})",
     "tmps_fmax": "fmax({0}, {1})", "tmps_copysign": "copysign({0}, {1})", "tmps_fdim": "fdim({0}, {1})",
-    "tmps_hypot": "tmps_hypot({0}, {1})", "tmps_rhypot": "precise::divide(1.0f, tmps_hypot({0}, {1}))",
+    "tmps_hypot": "tmps_norm4f({0}, {1}, 0.0f, 0.0f, false)", "tmps_rhypot": "tmps_norm4f({0}, {1}, 0.0f, 0.0f, true)",
     "tmps_nextafter": "tmps_nextafter({0}, {1})", "tmps_div_rn": "precise::divide({0}, {1})",
     "tmps_fast_divide": "fast::divide({0}, {1})", "tmps_fast_pow": "fast::pow({0}, {1})",
     "tmps_add": "({0} + {1})", "tmps_sub": "({0} - {1})", "tmps_mul": "({0} * {1})",
@@ -409,16 +409,6 @@ _EXTERN_HELPERS = {
   float two_r = 2.0f * r;
   if (two_r > ay || (two_r == ay && n_odd != 0.0f)) r -= ay;
   return copysign(1.0f, x) * r;
-}
-""",
-    "tmps_hypot": """inline float tmps_hypot(float x, float y) {
-  float a = fabs(x), b = fabs(y);
-  if (isinf(a) || isinf(b)) return INFINITY;
-  if (a != a || b != b) return NAN;
-  float m = fmax(a, b), n = fmin(a, b);
-  if (m == 0.0f) return 0.0f;
-  float q = n / m;  // scaled: no overflow or underflow of the squares
-  return m * sqrt(1.0f + q * q);
 }
 """,
     "tmps_nextafter": """inline float tmps_nextafter(float x, float y) {
