@@ -24,7 +24,7 @@ import triton.language as tl
 from fp64_ref import SPECIALS, partners, samples
 from triton.language.extra import libdevice
 
-N = 700  # inputs per function (not a multiple of BLOCK)
+N = 2000  # inputs per function (not a multiple of BLOCK)
 BLOCK = 128
 # float results (rows of the float output): within ULP ulp, or exact (EXACT)
 FLOAT_FUNCS = ["exp10", "sinpi", "cospi", "rcbrt", "hypot", "rhypot", "norm3d", "rnorm3d", "norm4d", "rnorm4d",
