@@ -1,16 +1,19 @@
 #!/usr/bin/env python3
-"""Accuracy sweep of the software float64 math functions of compiler/fp64_math_ext.py.
+"""Accuracy sweep of the software float64 math functions of compiler/fp64_math_ext.py and
+compiler/fp64_math_more.py.
 
     python tools/fp64_accuracy.py                 # 4000 inputs per function, seed 1
     python tools/fp64_accuracy.py -n 20000 --seed 7
     python tools/fp64_accuracy.py -n 20000 --record   # + tools/supported_ops/fp64_accuracy.json
 
-Runs the kernel of tests/triton/test_fp64_math_ext.py (every function through libdevice on
-float64) on the simulator / the Mac, with the same input generator (each function's interesting
-ranges, every magnitude, specials), and prints per function the largest error in ulp against
-mpmath at 200 bits, where it occurs, and how many inputs were compared (special values are
-compared bit for bit with numpy and count as 0 ulp when equal). Exit status 1 when a function
-exceeds its bound in the test (ULP). `--record` writes the maxima to
+Runs the kernels of tests/triton/test_fp64_math_ext.py and test_fp64_math_ext2.py (every
+function through libdevice on float64) on the simulator / the Mac, with the same input generators
+(each function's interesting ranges, every magnitude, specials), and prints per function the
+largest error in ulp against mpmath at 200 bits, where it occurs, and how many inputs were
+compared (special values are compared bit for bit with numpy / the IEEE rules and count as 0 ulp
+when equal; the exact functions of test_fp64_math_ext2 (remainder, fdim, nextafter, ldexp, ...)
+are compared bit for bit, 0 when all match). Exit status 1 when a function exceeds its bound in
+its test (ULP). `--record` writes the maxima to
 tools/supported_ops/fp64_accuracy.json, which `tools/supported_ops/generate.py write` renders
 into docs/supported-ops.md.
 """
@@ -62,6 +65,21 @@ def main() -> int:
         record["functions"][name] = {"max_ulp": round(err, 3), "at": where.replace("np.float64(", "").replace(")", ""),
                                      "compared": len(errs)}
         print(f"{name:6s} max {err:6.3f} ulp (bound {t.ULP[name]}) over {len(errs)} inputs, at {where}"
+              + ("  OVER" if over else ""))
+    import test_fp64_math_ext2 as t2
+
+    t0 = time.time()
+    ins, res = t2.run_all(driver.active, np.random.default_rng(args.seed), args.n)
+    print(f"kernel: {len(t2.FUNCS)} functions x {args.n} inputs in {time.time() - t0:.1f} s")
+    for name in t2.FUNCS:
+        errs = t2.errors(name, ins[name], res[name])
+        err, a, g = max(errs, key=lambda e: e[0])
+        over = err > t2.ULP[name]
+        bad += over
+        where = t2.describe(name, a) if err > 0 or name not in t2.EXACT else "bit-exact everywhere"
+        record["functions"][name] = {"max_ulp": round(err, 3), "at": where.replace("np.float64(", "").replace(")", ""),
+                                     "compared": len(errs)}
+        print(f"{name:9s} max {err:6.3f} ulp (bound {t2.ULP[name]}) over {len(errs)} inputs, at {where}"
               + ("  OVER" if over else ""))
     if args.record:
         RECORD.write_text(json.dumps(record, indent=1) + "\n")

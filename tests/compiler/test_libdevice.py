@@ -386,12 +386,13 @@ def test_every_mapped_name_has_a_lowering():
 
 @triton.jit
 def fp64_kernel(x_ptr, out_ptr):
-    tl.store(out_ptr, libdevice.sinpi(tl.load(x_ptr).to(tl.float64)).to(tl.float32))
+    tl.store(out_ptr, libdevice.saturatef(tl.load(x_ptr).to(tl.float64)).to(tl.float32))
 
 
 def test_fp64_rejected_by_front_end():
-    """sinpi has no software float64 version (exp, tanh, pow, ... do: test_fp64_math*.py)."""
-    with pytest.raises(triton.CompilationError, match=r"libdevice.sinpi on the mps backend takes .*Metal has no fp64"):
+    """saturatef has no float64 version (as in CUDA; exp, sinpi, hypot, ... do: test_fp64_math*.py)."""
+    with pytest.raises(triton.CompilationError,
+                       match=r"libdevice.saturatef on the mps backend takes .*Metal has no fp64"):
         compile_kernel(fp64_kernel, {"x_ptr": "*fp32", "out_ptr": "*fp32"}, {}, 1)
 
 

@@ -111,22 +111,23 @@ def test_zero_size_tensor_read(mps_driver, bad):
 # ---- what the tensors are -------------------------------------------------------------------------
 
 @triton.jit
-def f64_sinpi(x, y, n, BLOCK: tl.constexpr):
+def f64_saturatef(x, y, n, BLOCK: tl.constexpr):
     offs = tl.arange(0, BLOCK)
     m = offs < n
-    tl.store(y + offs, libdevice.sinpi(tl.load(x + offs, mask=m)), mask=m)
+    tl.store(y + offs, libdevice.saturatef(tl.load(x + offs, mask=m)), mask=m)
 
 
-@bad_input("float64 math without an emulation", given="libdevice.sinpi on torch.float64 tensors",
+@bad_input("float64 math without an emulation", given="libdevice.saturatef on torch.float64 tensors",
            raises="triton.compiler.errors.CompilationError",
-           says="libdevice.sinpi on the mps backend takes (fp32); (fp16); (bf16); got (fp64)")
+           says="libdevice.saturatef on the mps backend takes (fp32); (fp16); (bf16); got (fp64)")
 def test_float64_math_not_emulated(mps_driver, bad):
-    # float64 itself is emulated (soft-float, compiler/fp64.py); a math function that has no
-    # emulation yet is refused at compile time, naming it (never computed in float32).
+    # float64 itself is emulated (soft-float, compiler/fp64.py, with CUDA libdevice's float64 math
+    # functions); a function with no float64 version (saturatef, as in CUDA) is refused at
+    # compile time, naming it (never computed in float32).
     x, y = _inputs()
     with bad.expect() as info:
-        f64_sinpi[(1,)](x.double(), y.double(), 100, BLOCK=128)
-    assert "def f64_sinpi" in str(info.value), str(info.value)  # Triton shows the kernel's line
+        f64_saturatef[(1,)](x.double(), y.double(), 100, BLOCK=128)
+    assert "def f64_saturatef" in str(info.value), str(info.value)  # Triton shows the kernel's line
     yd = torch.full((100,), float("nan"), dtype=torch.float64)
     shifted_copy[(2,)](x.double(), yd, 100, 0, BLOCK=64)  # float64 data itself works
     assert torch.equal(yd, x.double())

@@ -8,14 +8,17 @@ symbol to a Metal expression.
 
 Types: float functions take fp32, fp16 and bf16 (fp16/bf16 are computed in float and rounded
 back once, as Triton's other backends do); the functions in `_F64` also take fp64, computed in
-software float64 (compiler/fp64.py: correctly rounded, or within 1 ulp for exp/log/sin/...).
+software float64 (compiler/fp64.py: correctly rounded, or within 1 ulp for exp/log/sin/...;
+fp64_math.py, fp64_math_ext.py, fp64_math_more.py), which covers every float64 function of CUDA's
+libdevice except the rz/rd/ru rounding variants and the double2*/ *2double conversions; so do
+pow(fp64, int32), ldexp/scalbn(fp64, int32), ilogb(fp64) -> int32 and llrint/llround(fp64) -> int64.
 The Bessel functions (j0, j1, y0, y1, cyl_bessel_i0, cyl_bessel_i1) take every float type and are
 computed in software float64 whatever the type (compiler/fp64_bessel.py); so are the special
 functions erfinv, erfcinv, erfcx, normcdf, normcdfinv, lgamma, tgamma, jn, yn (and rcp64h, fp64
 only) (compiler/fp64_special.py).
 Any other type combination is rejected here with the accepted combinations. Names
-Triton's libdevice has but we do not map (the rz/rd/ru rounding variants, fp64 conversions, ...) resolve
-to a function that raises a clear error when a kernel calls it.
+Triton's libdevice has but we do not map (the rz/rd/ru rounding variants, fp64 conversions, the integer
+byte_perm, mul24, sad) resolve to a function that raises a clear error when a kernel calls it.
 Return types follow CUDA's libdevice (e.g. `isnan` gives int1, `signbit` int32).
 """
 
@@ -47,7 +50,10 @@ _F64 = {"tmps_floor", "tmps_ceil", "tmps_trunc", "tmps_round", "tmps_rint", "tmp
         # fp64_math_ext.py
         "tmps_tan", "tmps_tanh", "tmps_sinh", "tmps_cosh", "tmps_pow", "tmps_log10", "tmps_log1p", "tmps_expm1",
         "tmps_erfc", "tmps_cbrt", "tmps_asin", "tmps_acos", "tmps_atan", "tmps_atan2", "tmps_asinh",
-        "tmps_acosh", "tmps_atanh"}
+        "tmps_acosh", "tmps_atanh",
+        # fp64_math_more.py
+        "tmps_exp10", "tmps_sinpi", "tmps_cospi", "tmps_rcbrt", "tmps_remainder", "tmps_fdim", "tmps_hypot",
+        "tmps_rhypot", "tmps_nextafter", "tmps_logb", "tmps_norm3d", "tmps_rnorm3d", "tmps_norm4d", "tmps_rnorm4d"}
 
 
 def _same(sym: str, arity: int, types=_F) -> dict:
@@ -84,6 +90,15 @@ def _fn3(name: str, table: dict):
     return fn
 
 
+def _fn4(name: str, table: dict):
+    @core.extern
+    def fn(arg0, arg1, arg2, arg3, _semantic=None):
+        return _call(name, [arg0, arg1, arg2, arg3], table, _semantic)
+
+    fn.__name__ = fn.__qualname__ = name
+    return fn
+
+
 _G = globals()
 
 # ---- float -> float, one argument -------------------------------------------------------------
@@ -98,7 +113,7 @@ _UNARY = {
     "asin": "tmps_asin", "acos": "tmps_acos", "atan": "tmps_atan", "sinh": "tmps_sinh",
     "cosh": "tmps_cosh", "tanh": "tmps_tanh", "asinh": "tmps_asinh", "acosh": "tmps_acosh",
     "atanh": "tmps_atanh", "erf": "tmps_erf", "erfc": "tmps_erfc", "cbrt": "tmps_cbrt",
-    "rcbrt": "tmps_rcbrt", "saturatef": "tmps_saturate",
+    "rcbrt": "tmps_rcbrt", "logb": "tmps_logb", "saturatef": "tmps_saturate",
     # fast_* are Metal's fast:: variants (fewer guarantees, like CUDA's approximate intrinsics)
     "fast_expf": "tmps_fast_exp", "fast_exp10f": "tmps_fast_exp10", "fast_logf": "tmps_fast_log",
     "fast_log2f": "tmps_fast_log2", "fast_log10f": "tmps_fast_log10", "fast_sinf": "tmps_fast_sin",
@@ -118,15 +133,20 @@ _BINARY = {
 for _name, _sym in _BINARY.items():
     _table = _same(_sym, 2)
     if _name == "pow":  # pow(float, int32) as CUDA's powi
-        _table.update({(t, "int32"): ("tmps_powi", t) for t in _F})
+        _table.update({(t, "int32"): ("tmps_powi", t) for t in (*_F, "fp64")})
     _G[_name] = _fn2(_name, _table)
 
 for _name in ("fma", "fma_rn"):
     _G[_name] = _fn3(_name, _same("tmps_fma", 3))
+# sqrt(x^2 + y^2 + z^2 (+ w^2)) and the reciprocals, as CUDA's norm3d/rnorm3d/norm4d/rnorm4d
+for _name in ("norm3d", "rnorm3d"):
+    _G[_name] = _fn3(_name, _same(f"tmps_{_name}", 3))
+for _name in ("norm4d", "rnorm4d"):
+    _G[_name] = _fn4(_name, _same(f"tmps_{_name}", 4))
 
-ldexp = _fn2("ldexp", {(t, "int32"): ("tmps_ldexp", t) for t in _F})
-scalbn = _fn2("scalbn", {(t, "int32"): ("tmps_ldexp", t) for t in _F})
-ilogb = _fn1("ilogb", {(t, ): ("tmps_ilogb", "int32") for t in _F})
+ldexp = _fn2("ldexp", {(t, "int32"): ("tmps_ldexp", t) for t in (*_F, "fp64")})
+scalbn = _fn2("scalbn", {(t, "int32"): ("tmps_ldexp", t) for t in (*_F, "fp64")})
+ilogb = _fn1("ilogb", {(t, ): ("tmps_ilogb", "int32") for t in (*_F, "fp64")})
 
 # ---- Bessel functions: every float type, computed in software float64 (compiler/fp64_bessel.py) ---
 _BESSEL = {"j0": "tmps_j0", "j1": "tmps_j1", "y0": "tmps_y0", "y1": "tmps_y1",
@@ -171,8 +191,8 @@ for _short, _int in _INT_NAMES.items():
         _name = f"float2{_short}_{_mode}"
         _kind = "f2u" if _int.startswith("u") else "f2i"
         _G[_name] = _fn1(_name, {("fp32", ): (f"tmps_{_kind}_{_how}", _int)})
-llrint = _fn1("llrint", {(t, ): ("tmps_f2i_rint", "int64") for t in _F})
-llround = _fn1("llround", {(t, ): ("tmps_f2i_round", "int64") for t in _F})
+llrint = _fn1("llrint", {(t, ): ("tmps_f2i_rint", "int64") for t in (*_F, "fp64")})
+llround = _fn1("llround", {(t, ): ("tmps_f2i_round", "int64") for t in (*_F, "fp64")})
 int2float_rn = _fn1("int2float_rn", {("int32", ): ("tmps_i2f", "fp32")})
 uint2float_rn = _fn1("uint2float_rn", {("uint32", ): ("tmps_u2f", "fp32")})
 ll2float_rn = _fn1("ll2float_rn", {("int64", ): ("tmps_i2f", "fp32")})

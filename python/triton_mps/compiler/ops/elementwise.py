@@ -352,11 +352,13 @@ _EXTERN = {
     "tmps_pow": "precise::pow({0}, {1})", "tmps_powi": "tmps_powi({0}, {1})", "tmps_atan2": "precise::atan2({0}, {1})",
     "tmps_fmod": "fmod({0}, {1})", "tmps_remainder": "tmps_remainder({0}, {1})", "tmps_fmin": "fmin({0}, {1})",
     "tmps_fmax": "fmax({0}, {1})", "tmps_copysign": "copysign({0}, {1})", "tmps_fdim": "fdim({0}, {1})",
-    "tmps_hypot": "tmps_hypot({0}, {1})", "tmps_rhypot": "precise::divide(1.0f, tmps_hypot({0}, {1}))",
+    "tmps_hypot": "tmps_norm4f({0}, {1}, 0.0f, 0.0f, false)", "tmps_rhypot": "tmps_norm4f({0}, {1}, 0.0f, 0.0f, true)",
     "tmps_nextafter": "tmps_nextafter({0}, {1})", "tmps_div_rn": "precise::divide({0}, {1})",
     "tmps_fast_divide": "fast::divide({0}, {1})", "tmps_fast_pow": "fast::pow({0}, {1})",
     "tmps_add": "({0} + {1})", "tmps_sub": "({0} - {1})", "tmps_mul": "({0} * {1})",
-    "tmps_fma": "fma({0}, {1}, {2})", "tmps_ldexp": "ldexp({0}, {1})",
+    "tmps_fma": "fma({0}, {1}, {2})", "tmps_ldexp": "ldexp({0}, {1})", "tmps_logb": "tmps_logb({0})",
+    "tmps_norm3d": "tmps_norm4f({0}, {1}, {2}, 0.0f, false)", "tmps_rnorm3d": "tmps_norm4f({0}, {1}, {2}, 0.0f, true)",
+    "tmps_norm4d": "tmps_norm4f({0}, {1}, {2}, {3}, false)", "tmps_rnorm4d": "tmps_norm4f({0}, {1}, {2}, {3}, true)",
     # float -> int / bool-like int
     "tmps_ilogb": "tmps_ilogb({0})", "tmps_isnan": "isnan({0})", "tmps_isinf": "isinf({0})",
     "tmps_isfinite": "isfinite({0})", "tmps_signbit": "signbit({0})",
@@ -409,16 +411,6 @@ _EXTERN_HELPERS = {
   return copysign(1.0f, x) * r;
 }
 """,
-    "tmps_hypot": """inline float tmps_hypot(float x, float y) {
-  float a = fabs(x), b = fabs(y);
-  if (isinf(a) || isinf(b)) return INFINITY;
-  if (a != a || b != b) return NAN;
-  float m = fmax(a, b), n = fmin(a, b);
-  if (m == 0.0f) return 0.0f;
-  float q = n / m;  // scaled: no overflow or underflow of the squares
-  return m * sqrt(1.0f + q * q);
-}
-""",
     "tmps_nextafter": """inline float tmps_nextafter(float x, float y) {
   if (x != x || y != y) return x + y;
   if (x == y) return y;
@@ -426,6 +418,46 @@ _EXTERN_HELPERS = {
   uint u = as_type<uint>(x);
   u = ((x < y) == (x > 0.0f)) ? u + 1u : u - 1u;
   return as_type<float>(u);
+}
+""",
+    "tmps_logb": """inline float tmps_logb(float x) {
+  // the exponent as a float: logb(0) = -inf, logb(+-inf) = +inf, NaN -> NaN
+  if (x != x) return x;
+  if (x == 0.0f) return -INFINITY;
+  if (isinf(x)) return INFINITY;
+  uint e = (as_type<uint>(x) >> 23) & 0xffu;
+  if (e != 0u) return (float)((int)e - 127);
+  return (float)(-118 - (int)clz(as_type<uint>(x) & 0x7fffffu));  // subnormal
+}
+""",
+    "tmps_norm4f": """inline float tmps_norm4f(float a, float b, float c, float d, bool recip) {
+  // sqrt(a^2 + b^2 + c^2 + d^2) (or 1 / it): the arguments scaled exactly by 2^-e (the largest in
+  // [1, 2)), the sum of squares as a float-float (exact squares by fma), its square root (and
+  // reciprocal) corrected once, scaled back. An infinite argument wins over NaN (as hypot).
+  a = fabs(a); b = fabs(b); c = fabs(c); d = fabs(d);
+  if (isinf(a) || isinf(b) || isinf(c) || isinf(d)) return recip ? 0.0f : INFINITY;
+  if (a != a || b != b || c != c || d != d) return NAN;
+  float m = fmax(fmax(a, b), fmax(c, d));
+  if (m == 0.0f) return recip ? INFINITY : 0.0f;
+  uint mb = as_type<uint>(m) >> 23;
+  int e = mb == 0u ? -126 : (int)mb - 127;
+  float v[4] = {ldexp(d, -e), ldexp(c, -e), ldexp(b, -e), ldexp(a, -e)};
+  float sh = 0.0f, sl = 0.0f;
+  for (int i = 0; i < 4; ++i) {
+    float p = v[i] * v[i], pe = fma(v[i], v[i], -p);
+    float s = sh + p, bb = s - sh;
+    sl += ((sh - (s - bb)) + (p - bb)) + pe;  // two-sum error + the square's error
+    sh = s;
+  }
+  float s = sh + sl;
+  sl = sl - (s - sh);
+  sh = s;
+  float r = sqrt(sh);
+  float rc = (fma(-r, r, sh) + sl) / (2.0f * r);  // r + rc = sqrt(sh + sl) to ~2^-45
+  if (!recip) return ldexp(r + rc, e);
+  float y = 1.0f / r;
+  float t = fma(-y, r, 1.0f) - y * rc;  // 1 - y (r + rc)
+  return ldexp(fma(y, t, y), -e);
 }
 """,
     "tmps_ilogb": """inline int tmps_ilogb(float x) {

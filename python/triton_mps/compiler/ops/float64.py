@@ -4,7 +4,7 @@ library of compiler/fp64.py (values are `ulong` bits). elementwise.py hands an o
 
 from __future__ import annotations
 
-from .. import fp64, fp64_math, fp64_math_ext  # noqa: F401  (they add the math functions to fp64.LIB)
+from .. import fp64, fp64_math, fp64_math_ext, fp64_math_more  # noqa: F401  (they add the math functions to fp64.LIB)
 from ..ir import Op
 from ..lowering import LoweringContext
 from ..types import ScalarType, elem_of
@@ -194,6 +194,7 @@ _EXTERN_CALLS = {
     "tmps_fmax": "tmps_f64_maxnum", "tmps_div_rn": "tmps_f64_div", "tmps_add": "tmps_f64_add",
     "tmps_sub": "tmps_f64_sub", "tmps_mul": "tmps_f64_mul", "tmps_fma": "tmps_f64_fma",
     **{f"tmps_{f}": fn for f, fn in fp64_math_ext.FUNCS.items()},
+    **{f"tmps_{f}": fn for f, fn in fp64_math_more.FUNCS.items()},  # int results: ilogb (int32), llrint (int64)
 }
 _EXTERN_ROUND = {"tmps_trunc": 0, "tmps_floor": 1, "tmps_ceil": 2, "tmps_round": 3, "tmps_rint": 4}
 
