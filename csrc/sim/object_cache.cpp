@@ -5,6 +5,8 @@
 
 #include <filesystem>
 #include <fstream>
+#include <cstdint>
+#include <cstdlib>
 #include <random>
 #include <sstream>
 
@@ -29,14 +31,23 @@ std::string meta_text(const std::string& so) {
 // Whether `so` exists and matches its sidecar (size and SHA-256): catches truncated or
 // corrupted entries before dlopen sees them. A library without its sidecar is Missing, not
 // Invalid: another process may be between writing the two.
-EntryState verify_entry(const std::string& so, std::string& why) {
+EntryState verify_entry(const std::string& so, std::string& why, double* build_ns) {
   std::error_code ec;
   if (!fs::is_regular_file(so, ec) || !fs::is_regular_file(meta_path(so), ec)) return EntryState::Missing;
   std::ifstream in(meta_path(so), std::ios::binary);
   std::stringstream ss;
   ss << in.rdbuf();
   try {
-    if (ss.str() == meta_text(so)) return EntryState::Valid;
+    const std::string text = ss.str(), expected = meta_text(so);
+    if (text.compare(0, expected.size(), expected) == 0) {
+      // An optional "build_ns N" line follows the checked part.
+      if (build_ns) {
+        *build_ns = 0;
+        const std::string rest = text.substr(expected.size());
+        if (rest.rfind("build_ns ", 0) == 0) *build_ns = std::strtod(rest.c_str() + 9, nullptr);
+      }
+      return EntryState::Valid;
+    }
     why = "its size or SHA-256 does not match its .meta file (truncated or corrupted)";
   } catch (const std::exception& e) {
     why = e.what();
@@ -45,12 +56,12 @@ EntryState verify_entry(const std::string& so, std::string& why) {
 }
 
 // Write the sidecar atomically (temp file + rename) so readers never see half of it.
-void write_meta(const std::string& so) {
+void write_meta(const std::string& so, double build_ns) {
   std::random_device rd;
   const std::string tmp = meta_path(so) + ".tmp." + std::to_string(getpid()) + "." + std::to_string(rd());
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out << meta_text(so);
+    out << meta_text(so) << "build_ns " << static_cast<uint64_t>(build_ns) << "\n";
     if (!out) throw Error("simulator: cannot write cache entry " + tmp);
   }
   std::error_code ec;

@@ -1,6 +1,6 @@
 // The simulator's on-disk cache of kernel libraries: `<cache>/sim/<key>.so`, each with a
-// `<key>.so.meta` sidecar (its size and SHA-256) written after the library, so a truncated or
-// corrupted entry is caught before dlopen sees it. The key and the library are made by
+// `<key>.so.meta` sidecar (its size and SHA-256, and how long the build took) written after the
+// library, so a truncated or corrupted entry is caught before dlopen sees it. The key and the library are made by
 // SimDevice::build_pipeline (sim_device.cpp); this file owns the sidecars.
 #pragma once
 
@@ -12,11 +12,12 @@ enum class EntryState { Missing, Valid, Invalid };
 
 // Whether `so` exists and matches its sidecar (size and SHA-256). A library without its
 // sidecar is Missing, not Invalid: another process may be between writing the two. `why` gets
-// the reason when Invalid.
-EntryState verify_entry(const std::string& so, std::string& why);
+// the reason when Invalid; `build_ns` (if given) the recorded build time, 0 when the sidecar
+// has none (written by an older version).
+EntryState verify_entry(const std::string& so, std::string& why, double* build_ns = nullptr);
 
-// Write the sidecar of `so` atomically (temp file + rename) so readers never see half of it.
-// Throws Error if it cannot be written.
-void write_meta(const std::string& so);
+// Write the sidecar of `so` (built in `build_ns`) atomically (temp file + rename) so readers
+// never see half of it. Throws Error if it cannot be written.
+void write_meta(const std::string& so, double build_ns);
 
 }  // namespace tmps::sim

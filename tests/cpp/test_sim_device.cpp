@@ -9,6 +9,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -438,6 +439,50 @@ TEST_F(SimDeviceTest, QuickBuildIsPromotedAfterRunningLong) {
   EXPECT_EQ(second.build_stats().compiled, 0u);
   for (int i = 0; i < 3; ++i) run_busy(second, q, 20000);
   EXPECT_EQ(second.build_stats().promoted, 0u);  // already -O2: nothing to promote
+}
+
+// Tiering is ski rental: a kernel whose -O0 build was slow waits longer (2.5x that build) before
+// its -O2 rebuild; the build time comes from the cache entry's sidecar.
+TEST_F(SimDeviceTest, SlowQuickBuildWaitsLongerToPromote) {
+  ::unsetenv("TRITON_MPS_SIM_OPT");
+  tmps::CompileOptions opt;
+  {
+    SimDevice dev;
+    dev.build_pipeline(kBusySource, "busy", opt);
+    ASSERT_EQ(dev.build_stats().compiled, 1u);
+  }
+  ASSERT_EQ(cached_objects().size(), 1u);
+  const fs::path meta = cached_objects()[0].string() + ".meta";
+  std::string text;
+  {
+    std::ifstream in(meta);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    text = ss.str();
+  }
+  const size_t at = text.find("build_ns ");
+  ASSERT_NE(at, std::string::npos) << text;
+  EXPECT_GT(std::stod(text.substr(at + 9)), 0.0);  // the build was timed
+  const auto record = [&](const char* ns) { std::ofstream(meta, std::ios::trunc) << text.substr(0, at) << "build_ns " << ns << "\n"; };
+  const auto run_until_promoted = [&](SimDevice& dev, const std::shared_ptr<tmps::Pipeline>& p) {
+    for (int i = 0; i < 50 && dev.build_stats().promoted == 0; ++i) run_busy(dev, p, 20000);
+  };
+  record("1000000000000");  // a 1000 s -O0 build: never worth rebuilding here
+  {
+    SimDevice dev;
+    auto p = dev.build_pipeline(kBusySource, "busy", opt);
+    EXPECT_EQ(dev.build_stats().disk_hits, 1u);
+    run_until_promoted(dev, p);
+    EXPECT_EQ(dev.build_stats().promoted, 0u);
+  }
+  record("1000");  // a fast build: promoted after the usual 50 ms
+  {
+    SimDevice dev;
+    auto p = dev.build_pipeline(kBusySource, "busy", opt);
+    EXPECT_EQ(dev.build_stats().disk_hits, 1u);
+    run_until_promoted(dev, p);
+    EXPECT_EQ(dev.build_stats().promoted, 1u);
+  }
 }
 
 TEST_F(SimDeviceTest, OptLevelSetting) {
