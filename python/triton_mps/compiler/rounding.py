@@ -44,7 +44,15 @@ MODES = {"rn": 0, "rz": 1, "rd": 2, "ru": 3}
 # tmps_f64_round_int's modes for the same rounding (0 trunc, 1 floor, 2 ceil, 4 nearest even)
 ROUND_INT = {"rn": 4, "rz": 0, "rd": 1, "ru": 2}
 
-_lib("tmps_f32_round", ("tmps_f64_base",), """static inline uint tmps_f32_overflow(uint sign, int mode) {
+# (fp32-only entries do not depend on the tmps_f64_* ones: a kernel using a helper named tmps_f64*
+# gets the "float64 is emulated" warning)
+_lib("tmps_f32_round", (), """static inline ulong tmps_f32_jam(ulong m, int d) {
+  // m >> d with the bits shifted out OR-ed into bit 0 (sticky)
+  if (d <= 0) return m;
+  if (d >= 64) return (ulong)(m != 0ul);
+  return (m >> d) | (ulong)((m << (64 - d)) != 0ul);
+}
+static inline uint tmps_f32_overflow(uint sign, int mode) {
   // an overflowing binary32 result: inf when `mode` rounds away from zero for this sign, else the largest
   // finite value
   bool inf = mode == 0 || (mode == 2 && sign != 0u) || (mode == 3 && sign == 0u);
@@ -55,7 +63,7 @@ static inline uint tmps_f32_round_m(uint sign, int e, ulong sig, int mode) {
   // (0 nearest even, 1 toward zero, 2 down, 3 up).
   int x = e + 126;  // biased exponent - 1: the hidden bit adds the 1
   if (x < 0) {
-    sig = tmps_f64_jam(sig, -x);  // subnormal (or zero) result
+    sig = tmps_f32_jam(sig, -x);  // subnormal (or zero) result
     x = 0;
   } else if (x > 253) {
     return tmps_f32_overflow(sign, mode);
@@ -94,7 +102,7 @@ static inline uint tmps_f32_sum_m(uint sa, int ea, ulong ma, uint sb, int eb, ul
     int te = ea; ea = eb; eb = te;
     ulong tm = ma; ma = mb; mb = tm;
   }
-  mb = tmps_f64_jam(mb, ea - eb);
+  mb = tmps_f32_jam(mb, ea - eb);
   ulong m;
   if (sa == sb) {
     m = ma + mb;
@@ -182,7 +190,7 @@ static inline uint tmps_f32_fma_m(uint a, uint b, uint c, int mode) {
 }
 """)
 
-_lib("tmps_rnd_cvt", ("tmps_f32_round",), """static inline uint tmps_f32_from_i64_m(long v, int mode) {
+_lib("tmps_f32_cvt", ("tmps_f32_round",), """static inline uint tmps_f32_from_i64_m(long v, int mode) {
   // a 64-bit integer (any 32-bit one sign- or zero-extended) -> binary32 bits, rounded by mode
   uint sign = v < 0l ? 1u : 0u;
   ulong u = v < 0l ? 0ul - (ulong)v : (ulong)v;
@@ -197,6 +205,9 @@ static inline uint tmps_f32_from_u64_m(ulong u, int mode) {
   u <<= lz;
   return tmps_f32_round_m(0u, 63 - lz, (u >> 1) | (u & 1ul), mode);
 }
+""")
+
+_lib("tmps_f64_cvt_m", ("tmps_f64_base", "tmps_f32_round"), """
 static inline ulong tmps_f64_from_mag_m(ulong sign, ulong u, int mode) {
   if (u == 0ul) return 0ul;
   int lz = (int)clz(u);

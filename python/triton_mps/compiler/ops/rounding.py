@@ -26,8 +26,10 @@ def lower(ctx: LoweringContext, op: Op) -> None:
     f64 = srcs[0].name == "f64"
     if kind in ("add", "sub", "mul", "div", "fma", "sqrt", "rcp"):
         entry = "tmps_f64_base" if f64 else "tmps_f32_arith"  # fp64: fp64.call emits the primitive
-    elif kind in ("d2f", "i2f", "u2f", "i2d", "u2d"):
-        entry = "tmps_rnd_cvt"
+    elif kind in ("i2f", "u2f"):
+        entry = "tmps_f32_cvt"
+    elif kind in ("d2f", "i2d", "u2d"):
+        entry = "tmps_f64_cvt_m"
     else:
         entry = "tmps_f64_base"
     fp64.use(ctx, entry)
