@@ -27,8 +27,8 @@ here on the operands' bits, never with the GPU's float unit (which rounds to nea
   estimate, one integer Newton step, then exact R*R comparisons fix it to floor(sqrt)); sticky =
   R*R != radicand.
 No result passes through a second rounding, so there is no double-rounding issue (rounding the
-nearest-even float64 result again toward zero would be wrong, e.g. for a quotient just above a
-float32 but whose float64 rounds up onto it).
+nearest-even float64 result again toward zero would be wrong: a quotient just below a float32 f
+whose nearest float64 is f gives f, where toward zero is the float32 below f).
 
 Conversions: double2float_* rounds the float64 significand with tmps_f32_round_m; {int, uint,
 ll, ull}2float_* and ll/ull2double_* round the integer's magnitude (leading 1 moved to bit 63);
