@@ -602,3 +602,40 @@ def test_wrong_dtype_is_a_clear_error(mps_driver):
     with pytest.raises(triton.CompilationError, match=r"libdevice.ll2double_rz on the mps backend takes \(int64\); "
                                                       r"got \(int32\)"):
         _wrong_int[(1,)](i, torch.ones(4, dtype=torch.float64, device=dev))
+
+
+@triton.jit
+def _sqrt_div(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    x = tl.load(x_ptr + offs, mask=m)
+    tl.store(out_ptr + 0 * n + offs, libdevice.sqrt_rz(x), mask=m)
+    tl.store(out_ptr + 1 * n + offs, libdevice.sqrt_ru(x), mask=m)
+    tl.store(out_ptr + 2 * n + offs, libdevice.div_rd(x, 3.0), mask=m)
+    tl.store(out_ptr + 3 * n + offs, libdevice.div_ru(x, 3.0), mask=m)
+
+
+def test_fp32_consecutive_sqrt_div(mps_driver):
+    """65536 consecutive floats from 1.0 and from the smallest subnormal: sqrt_rz/ru and x / 3
+    rd/ru against numpy's correctly rounded float32 result moved one step when the exact residual
+    (x - r*r, x - 3r: exact in float64) says the mode needs it."""
+    dev = mps_driver.get_active_torch_device()
+    x = np.concatenate([np.arange(0x3F800000, 0x3F810000, dtype=np.uint32),
+                        np.arange(1, 0x10001, dtype=np.uint32)]).view(np.float32)
+    n = x.size
+    out = _poison(dev, 4 * n, torch.int32).view(torch.float32)
+    kernel_args = [torch.from_numpy(x).to(dev), out]
+    _launch(_sqrt_div, kernel_args, n)
+    got = out.cpu().numpy().reshape(4, n).view(np.uint32)
+    xd = x.astype(np.float64)
+    for row, (rn, resid, mode) in enumerate([(np.sqrt(x), lambda r: xd - r.astype(np.float64) ** 2, "rz"),
+                                             (np.sqrt(x), lambda r: xd - r.astype(np.float64) ** 2, "ru"),
+                                             (x / np.float32(3), lambda r: xd - 3 * r.astype(np.float64), "rd"),
+                                             (x / np.float32(3), lambda r: xd - 3 * r.astype(np.float64), "ru")]):
+        s = np.sign(resid(rn))
+        if mode == "ru":
+            want = np.where(s > 0, np.nextafter(rn, np.float32(np.inf)), rn)
+        else:  # positive results: toward zero is down
+            want = np.where(s < 0, np.nextafter(rn, np.float32(0)), rn)
+        bad = got[row] != want.view(np.uint32)
+        assert not bad.any(), (row, mode, x[bad][:3])
