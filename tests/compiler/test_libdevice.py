@@ -373,15 +373,26 @@ def test_libdevice_resolves_through_module_map():
 def test_every_mapped_name_has_a_lowering():
     """Each symbol the language module can emit has a Metal expression in the compiler's table."""
     import triton_mps.language.libdevice as lib_src
-    from triton_mps.compiler.ops import bessel, elementwise, special
+    from triton_mps.compiler.ops import bessel, elementwise, rounding, special
 
     src = open(lib_src.__file__).read()
     import re
 
     symbols = set(re.findall(r'"(tmps_[a-z0-9_]+)"', src))
-    lowered = set(elementwise._EXTERN) | bessel.SYMBOLS | special.SYMBOLS  # ops/bessel.py, ops/special.py
+    # ops/bessel.py, ops/special.py, ops/rounding.py
+    lowered = set(elementwise._EXTERN) | bessel.SYMBOLS | special.SYMBOLS | set(rounding.SYMBOLS)
     assert symbols and symbols <= lowered, symbols - lowered
     assert len(mps_libdevice.MAPPED) > 100
+
+
+def test_every_cuda_libdevice_name_is_mapped():
+    """Every function of Triton's CUDA libdevice module (the names kernels written for NVIDIA use)."""
+    import triton.language.extra.cuda.libdevice as cuda_lib
+
+    names = {n for n, v in vars(cuda_lib).items()
+             if callable(v) and not n.startswith("_") and getattr(v, "__module__", "") == cuda_lib.__name__}
+    assert len(names) > 150
+    assert names - set(mps_libdevice.MAPPED) == set()
 
 
 @triton.jit
@@ -399,11 +410,12 @@ def test_fp64_rejected_by_front_end():
 @triton.jit
 def unmapped_kernel(x_ptr, out_ptr):
     x = tl.load(x_ptr)
-    tl.store(out_ptr, libdevice.byte_perm(x, x, x))
+    tl.store(out_ptr, libdevice.no_such_function(x, x, x))
 
 
 def test_unmapped_name_rejected_by_front_end():
-    with pytest.raises(triton.CompilationError, match=r"libdevice.byte_perm is not available on the mps backend"):
+    with pytest.raises(triton.CompilationError,
+                       match=r"libdevice.no_such_function is not available on the mps backend"):
         compile_kernel(unmapped_kernel, {"x_ptr": "*fp32", "out_ptr": "*fp32"}, {}, 1)
 
 

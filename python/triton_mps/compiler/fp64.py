@@ -13,6 +13,9 @@ Conventions inside the helpers (value = sig * 2^(e - k) with the leading 1 of `s
 - `tmps_f64_norm(a, e)`: a finite nonzero value as (sig with its leading 1 at bit 52, e);
 - `tmps_f64_round(sign, e, sig)`: sig with its leading 1 at bit 62 (bit 0 sticky) rounded to
   nearest even into binary64, with overflow to inf and gradual underflow.
+- `tmps_f64_round_m(sign, e, sig, mode)`: the same in a rounding mode (0 nearest even, 1 toward
+  zero, 2 down, 3 up); add/sub/mul/div/sqrt/fma are `tmps_f64_<op>_m(..., mode)` with the
+  nearest-even `tmps_f64_<op>` calling them with mode 0 (libdevice's _rz/_rd/_ru: rounding.py).
 
 Cost: add/mul/fma are a few dozen integer instructions; div and sqrt are bit-serial (55
 steps); exp/log/sin/cos are 20-40 soft operations (fp64_math.py). Measured on the simulator
@@ -111,14 +114,35 @@ static inline ulong tmps_f64_round(ulong sign, int e, ulong sig) {
   if (rest == 0x200ul) sig &= ~1ul;  // a tie: to even
   return (sign << 63) + ((ulong)x << 52) + sig;  // a carry out of the significand bumps the exponent
 }
+static inline ulong tmps_f64_overflow(ulong sign, int mode) {
+  // an overflowing result: inf when `mode` rounds away from zero for this sign, else the largest finite
+  bool inf = mode == 0 || (mode == 2 && sign != 0ul) || (mode == 3 && sign == 0ul);
+  return (sign << 63) | (inf ? 0x7ff0000000000000ul : 0x7feffffffffffffful);
+}
+static inline ulong tmps_f64_round_m(ulong sign, int e, ulong sig, int mode) {
+  // tmps_f64_round with a rounding mode (compiler/rounding.py): 0 nearest even, 1 toward zero,
+  // 2 down (toward -inf), 3 up (toward +inf)
+  int x = e + 1022;
+  if (x < 0) {
+    sig = tmps_f64_jam(sig, -x);
+    x = 0;
+  } else if (x > 0x7fd) {
+    return tmps_f64_overflow(sign, mode);
+  }
+  ulong rest = sig & 0x3fful, m = sig >> 10;
+  bool up = mode == 0 ? (rest > 0x200ul || (rest == 0x200ul && (m & 1ul) != 0ul))
+                      : (mode != 1 && rest != 0ul && (mode == 2) == (sign != 0ul));
+  ulong r = ((ulong)x << 52) + m + (ulong)up;  // a carry out of the significand bumps the exponent
+  return r >= 0x7ff0000000000000ul ? tmps_f64_overflow(sign, mode) : (sign << 63) | r;
+}
 """)
 
-_lib("tmps_f64_add", ("tmps_f64_base",), """static inline ulong tmps_f64_add(ulong a, ulong b) {
+_lib("tmps_f64_add", ("tmps_f64_base",), """static inline ulong tmps_f64_add_m(ulong a, ulong b, int mode) {
   ulong aa = a & 0x7ffffffffffffffful, ab = b & 0x7ffffffffffffffful;
   if (aa > 0x7ff0000000000000ul || ab > 0x7ff0000000000000ul) return tmps_f64_qnan(a, b);
   if (aa == 0x7ff0000000000000ul) return (ab == aa && ((a ^ b) >> 63) != 0ul) ? 0x7ff8000000000000ul : a;
   if (ab == 0x7ff0000000000000ul) return b;
-  if (aa == 0ul) return ab == 0ul ? (a & b) : b;  // -0 + -0 = -0, +0 + -0 = +0
+  if (aa == 0ul) return ab == 0ul ? (mode == 2 ? a | b : a & b) : b;  // -0 + -0 = -0, +0 + -0 = +0 (-0 down)
   if (ab == 0ul) return a;
   if (ab > aa) { ulong t = a; a = b; b = t; }  // |a| >= |b|
   int ea, eb;
@@ -129,19 +153,21 @@ _lib("tmps_f64_add", ("tmps_f64_base",), """static inline ulong tmps_f64_add(ulo
     m = ma + mb;
   } else {
     m = ma - mb;
-    if (m == 0ul) return 0ul;  // x - x = +0
+    if (m == 0ul) return mode == 2 ? 0x8000000000000000ul : 0ul;  // x - x = +0 (-0 rounding down)
   }
   int s = (int)clz(m) - 1;  // leading 1 to bit 62
-  return tmps_f64_round(a >> 63, ea + 1 - s, m << s);
+  return tmps_f64_round_m(a >> 63, ea + 1 - s, m << s, mode);
 }
+static inline ulong tmps_f64_add(ulong a, ulong b) { return tmps_f64_add_m(a, b, 0); }
 """)
 
-_lib("tmps_f64_sub", ("tmps_f64_add",), """static inline ulong tmps_f64_sub(ulong a, ulong b) {
-  return tmps_f64_add(a, tmps_f64_isnan(b) ? b : b ^ 0x8000000000000000ul);
+_lib("tmps_f64_sub", ("tmps_f64_add",), """static inline ulong tmps_f64_sub_m(ulong a, ulong b, int mode) {
+  return tmps_f64_add_m(a, tmps_f64_isnan(b) ? b : b ^ 0x8000000000000000ul, mode);
 }
+static inline ulong tmps_f64_sub(ulong a, ulong b) { return tmps_f64_sub_m(a, b, 0); }
 """)
 
-_lib("tmps_f64_mul", ("tmps_f64_base",), """static inline ulong tmps_f64_mul(ulong a, ulong b) {
+_lib("tmps_f64_mul", ("tmps_f64_base",), """static inline ulong tmps_f64_mul_m(ulong a, ulong b, int mode) {
   ulong sign = (a ^ b) >> 63;
   ulong aa = a & 0x7ffffffffffffffful, ab = b & 0x7ffffffffffffffful;
   if (aa > 0x7ff0000000000000ul || ab > 0x7ff0000000000000ul) return tmps_f64_qnan(a, b);
@@ -157,11 +183,12 @@ _lib("tmps_f64_mul", ("tmps_f64_base",), """static inline ulong tmps_f64_mul(ulo
     lo <<= 1;
     e -= 1;
   }
-  return tmps_f64_round(sign, e, hi | (ulong)(lo != 0ul));
+  return tmps_f64_round_m(sign, e, hi | (ulong)(lo != 0ul), mode);
 }
+static inline ulong tmps_f64_mul(ulong a, ulong b) { return tmps_f64_mul_m(a, b, 0); }
 """)
 
-_lib("tmps_f64_div", ("tmps_f64_base",), """static inline ulong tmps_f64_div(ulong a, ulong b) {
+_lib("tmps_f64_div", ("tmps_f64_base",), """static inline ulong tmps_f64_div_m(ulong a, ulong b, int mode) {
   ulong sign = (a ^ b) >> 63;
   ulong aa = a & 0x7ffffffffffffffful, ab = b & 0x7ffffffffffffffful;
   if (aa > 0x7ff0000000000000ul || ab > 0x7ff0000000000000ul) return tmps_f64_qnan(a, b);
@@ -181,11 +208,12 @@ _lib("tmps_f64_div", ("tmps_f64_base",), """static inline ulong tmps_f64_div(ulo
     if (r >= mb) { r -= mb; q |= 1ul; }
     r <<= 1;
   }
-  return tmps_f64_round(sign, e, (q << 8) | (ulong)(r != 0ul));
+  return tmps_f64_round_m(sign, e, (q << 8) | (ulong)(r != 0ul), mode);
 }
+static inline ulong tmps_f64_div(ulong a, ulong b) { return tmps_f64_div_m(a, b, 0); }
 """)
 
-_lib("tmps_f64_sqrt", ("tmps_f64_base",), """static inline ulong tmps_f64_sqrt(ulong a) {
+_lib("tmps_f64_sqrt", ("tmps_f64_base",), """static inline ulong tmps_f64_sqrt_m(ulong a, int mode) {
   if (tmps_f64_isnan(a)) return a | 0x0008000000000000ul;
   if ((a & 0x7ffffffffffffffful) == 0ul) return a;  // sqrt(-0) = -0
   if ((a >> 63) != 0ul) return 0x7ff8000000000000ul;
@@ -202,8 +230,9 @@ _lib("tmps_f64_sqrt", ("tmps_f64_base",), """static inline ulong tmps_f64_sqrt(u
     root <<= 1;
     if (rem >= trial) { rem -= trial; root |= 1ul; }
   }
-  return tmps_f64_round(0ul, e / 2, (root << 8) | (ulong)(rem != 0ul));
+  return tmps_f64_round_m(0ul, e / 2, (root << 8) | (ulong)(rem != 0ul), mode);
 }
+static inline ulong tmps_f64_sqrt(ulong a) { return tmps_f64_sqrt_m(a, 0); }
 """)
 
 _lib("tmps_f64_fma", ("tmps_f64_add", "tmps_f64_mul"), """
@@ -221,7 +250,7 @@ static inline void tmps_u128_shr_jam(thread ulong& h, thread ulong& l, int d) {
   l = (l >> d) | (h << (64 - d)) | sticky;
   h >>= d;
 }
-static inline ulong tmps_f64_fma(ulong a, ulong b, ulong c) {
+static inline ulong tmps_f64_fma_m(ulong a, ulong b, ulong c, int mode) {
   // a * b + c with one rounding
   ulong aa = a & 0x7ffffffffffffffful, ab = b & 0x7ffffffffffffffful, ac = c & 0x7ffffffffffffffful;
   if (aa > 0x7ff0000000000000ul || ab > 0x7ff0000000000000ul || ac > 0x7ff0000000000000ul)
@@ -233,8 +262,8 @@ static inline ulong tmps_f64_fma(ulong a, ulong b, ulong c) {
     return (sp << 63) | 0x7ff0000000000000ul;
   }
   if (ac == 0x7ff0000000000000ul) return c;
-  if (aa == 0ul || ab == 0ul) return tmps_f64_add(sp << 63, c);  // exact zero product
-  if (ac == 0ul) return tmps_f64_mul(a, b);  // the exact sum is the nonzero product: its sign wins
+  if (aa == 0ul || ab == 0ul) return tmps_f64_add_m(sp << 63, c, mode);  // exact zero product
+  if (ac == 0ul) return tmps_f64_mul_m(a, b, mode);  // the exact sum is the nonzero product: its sign wins
   int ea, eb, ec;
   ulong ma = tmps_f64_norm(a, ea), mb = tmps_f64_norm(b, eb), mc = tmps_f64_norm(c, ec);
   // 128-bit fixed point with the leading bit at 124 (or 125): value = X * 2^(E - 124)
@@ -258,13 +287,14 @@ static inline ulong tmps_f64_fma(ulong a, ulong b, ulong c) {
     sh = ch - ph - (ulong)(cl < pl);
     sign = c >> 63;
   }
-  if ((sh | sl) == 0ul) return 0ul;  // exact cancellation: +0
+  if ((sh | sl) == 0ul) return mode == 2 ? 0x8000000000000000ul : 0ul;  // exact cancellation: +0 (-0 down)
   int lz = sh != 0ul ? (int)clz(sh) : 64 + (int)clz(sl);
   int s = lz - 1;  // leading 1 to bit 126
   if (s >= 64) { sh = sl << (s - 64); sl = 0ul; }
   else if (s > 0) { sh = (sh << s) | (sl >> (64 - s)); sl <<= s; }
-  return tmps_f64_round(sign, e + 2 - s, sh | (ulong)(sl != 0ul));
+  return tmps_f64_round_m(sign, e + 2 - s, sh | (ulong)(sl != 0ul), mode);
 }
+static inline ulong tmps_f64_fma(ulong a, ulong b, ulong c) { return tmps_f64_fma_m(a, b, c, 0); }
 """)
 
 # ---- comparisons and min/max -------------------------------------------------------------------
@@ -443,7 +473,9 @@ def call(ctx, fn: str, *args: str) -> str:
 
 
 _OWNER = {
-    "tmps_f64_isnan": "tmps_f64_base", "tmps_f64_sub": "tmps_f64_sub",
+    "tmps_f64_isnan": "tmps_f64_base", "tmps_f64_sub": "tmps_f64_sub", "tmps_f64_round_m": "tmps_f64_base",
+    "tmps_f64_add_m": "tmps_f64_add", "tmps_f64_sub_m": "tmps_f64_sub", "tmps_f64_mul_m": "tmps_f64_mul",
+    "tmps_f64_div_m": "tmps_f64_div", "tmps_f64_sqrt_m": "tmps_f64_sqrt", "tmps_f64_fma_m": "tmps_f64_fma",
     "tmps_f64_lt": "tmps_f64_cmp", "tmps_f64_le": "tmps_f64_cmp", "tmps_f64_eq": "tmps_f64_cmp",
     "tmps_f64_uno": "tmps_f64_cmp",
     "tmps_f64_maximum": "tmps_f64_minmax", "tmps_f64_minimum": "tmps_f64_minmax",

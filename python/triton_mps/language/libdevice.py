@@ -10,15 +10,19 @@ Types: float functions take fp32, fp16 and bf16 (fp16/bf16 are computed in float
 back once, as Triton's other backends do); the functions in `_F64` also take fp64, computed in
 software float64 (compiler/fp64.py: correctly rounded, or within 1 ulp for exp/log/sin/...;
 fp64_math.py, fp64_math_ext.py, fp64_math_more.py), which covers every float64 function of CUDA's
-libdevice except the rz/rd/ru rounding variants and the double2*/ *2double conversions; so do
+libdevice (the rounding variants and conversions: below); so do
 pow(fp64, int32), ldexp/scalbn(fp64, int32), ilogb(fp64) -> int32 and llrint/llround(fp64) -> int64.
 The Bessel functions (j0, j1, y0, y1, cyl_bessel_i0, cyl_bessel_i1) take every float type and are
 computed in software float64 whatever the type (compiler/fp64_bessel.py); so are the special
 functions erfinv, erfcinv, erfcx, normcdf, normcdfinv, lgamma, tgamma, jn, yn (and rcp64h, fp64
 only) (compiler/fp64_special.py).
-Any other type combination is rejected here with the accepted combinations. Names
-Triton's libdevice has but we do not map (the rz/rd/ru rounding variants, fp64 conversions, the integer
-byte_perm, mul24, sad) resolve to a function that raises a clear error when a kernel calls it.
+The rounding-mode names (add/sub/mul/div/fma/sqrt/rcp_rz/rd/ru on fp32 and fp64, double2float_*,
+double2{int,uint,ll,ull}_*, {int,uint,ll,ull}2float_*, {int,uint,ll,ull}2double_*) are correctly
+rounded in their mode, computed in integer arithmetic (compiler/rounding.py); double_as_longlong,
+longlong_as_double, hiloint2double, double2hiint/loint move bits; byte_perm, mul24, sad follow CUDA.
+Any other type combination is rejected here with the accepted combinations. A name Triton's
+libdevice has that we did not map would resolve to a function that raises a clear error when a
+kernel calls it (today every name is mapped: tests/compiler/test_libdevice.py checks).
 Return types follow CUDA's libdevice (e.g. `isnan` gives int1, `signbit` int32).
 """
 
@@ -202,7 +206,43 @@ float_as_uint = _fn1("float_as_uint", {("fp32", ): ("tmps_bitcast", "uint32")})
 int_as_float = _fn1("int_as_float", {("int32", ): ("tmps_bitcast", "fp32")})
 uint_as_float = _fn1("uint_as_float", {("uint32", ): ("tmps_bitcast", "fp32")})
 
-del _name, _sym, _table, _short, _int, _mode, _how, _kind
+
+# ---- rounding modes (compiler/rounding.py: correctly rounded in each mode, in integer arithmetic) ----
+# directed-rounding arithmetic on fp32 and fp64 (the _rn ones are above)
+for _mode in ("rz", "rd", "ru"):
+    for _op, _fn in (("add", _fn2), ("sub", _fn2), ("mul", _fn2), ("div", _fn2), ("fma", _fn3),
+                     ("sqrt", _fn1), ("rcp", _fn1)):
+        _arity = {_fn1: 1, _fn2: 2, _fn3: 3}[_fn]
+        _table = {(t, ) * _arity: (f"tmps_{_op}_{_mode}", t) for t in ("fp32", "fp64")}
+        _G[f"{_op}_{_mode}"] = _fn(f"{_op}_{_mode}", _table)
+for _mode in _ROUND:
+    _G[f"double2float_{_mode}"] = _fn1(f"double2float_{_mode}", {("fp64", ): (f"tmps_d2f_{_mode}", "fp32")})
+    for _short, _int in _INT_NAMES.items():  # saturating, NaN -> 0, as float2int_*
+        _kind = "d2u" if _int.startswith("u") else "d2i"
+        _G[f"double2{_short}_{_mode}"] = _fn1(f"double2{_short}_{_mode}", {("fp64", ): (f"tmps_{_kind}_{_mode}", _int)})
+    _G[f"ll2double_{_mode}"] = _fn1(f"ll2double_{_mode}", {("int64", ): (f"tmps_i2d_{_mode}", "fp64")})
+    _G[f"ull2double_{_mode}"] = _fn1(f"ull2double_{_mode}", {("uint64", ): (f"tmps_u2d_{_mode}", "fp64")})
+    if _mode != "rn":  # the _rn ones are the native conversions above
+        for _short, _int in _INT_NAMES.items():
+            _kind = "u2f" if _int.startswith("u") else "i2f"
+            _table = {(_int, ): (f"tmps_{_kind}_{_mode}", "fp32")}
+            _G[f"{_short}2float_{_mode}"] = _fn1(f"{_short}2float_{_mode}", _table)
+int2double_rn = _fn1("int2double_rn", {("int32", ): ("tmps_i2d_rn", "fp64")})  # exact
+uint2double_rn = _fn1("uint2double_rn", {("uint32", ): ("tmps_u2d_rn", "fp64")})
+double_as_longlong = _fn1("double_as_longlong", {("fp64", ): ("tmps_d_as_ll", "int64")})
+longlong_as_double = _fn1("longlong_as_double", {("int64", ): ("tmps_ll_as_d", "fp64")})
+double2hiint = _fn1("double2hiint", {("fp64", ): ("tmps_d2hi", "int32")})
+double2loint = _fn1("double2loint", {("fp64", ): ("tmps_d2lo", "int32")})
+hiloint2double = _fn2("hiloint2double", {("int32", "int32"): ("tmps_hilo2d", "fp64")})  # (hi, lo)
+
+# ---- integer functions with CUDA's semantics -------------------------------------------------
+byte_perm = _fn3("byte_perm", {("int32", ) * 3: ("tmps_byte_perm", "int32"),
+                               ("uint32", ) * 3: ("tmps_byte_perm", "uint32")})
+mul24 = _fn2("mul24", {("int32", "int32"): ("tmps_mul24", "int32"), ("uint32", "uint32"): ("tmps_umul24", "uint32")})
+sad = _fn3("sad", {("int32", "int32", "uint32"): ("tmps_sad", "int32"),
+                   ("uint32", "uint32", "uint32"): ("tmps_usad", "uint32")})
+
+del _name, _sym, _table, _short, _int, _mode, _how, _kind, _op, _fn, _arity
 
 MAPPED = sorted(n for n, v in list(_G.items()) if callable(v) and getattr(v, "__triton_builtin__", False))
 

@@ -11,7 +11,7 @@ from .. import fp8
 from ..ir import Op
 from ..lowering import LoweringContext, lowers
 from ..types import PointerType, ScalarType, TensorType, elem_of
-from . import bessel, float64, special
+from . import bessel, float64, rounding, special
 from .float64 import involves_f64
 
 # ---------------------------------------------------------------------------------------------
@@ -377,9 +377,23 @@ _EXTERN = {
     "tmps_uhadd": "(({UA}){0} >> 1) + (({UA}){1} >> 1) + (({UA}){0} & ({UA}){1} & 1u)",
     "tmps_urhadd": "(({UA}){0} >> 1) + (({UA}){1} >> 1) + ((({UA}){0} | ({UA}){1}) & 1u)",
     "tmps_i2f": "(float){0}", "tmps_u2f": "(float)({UA}){0}", "tmps_bitcast": "as_type<{T}>({0})",
+    # CUDA's __byte_perm, __[u]mul24 (24-bit operands: signed ones sign-extended from bit 23), __[u]sad
+    "tmps_byte_perm": "tmps_byte_perm((uint){0}, (uint){1}, (uint){2})",
+    "tmps_mul24": "(uint)((int)((uint){0} << 8) >> 8) * (uint)((int)((uint){1} << 8) >> 8)",
+    "tmps_umul24": "((uint){0} & 0xffffffu) * ((uint){1} & 0xffffffu)",
+    "tmps_sad": "({0} < {1} ? (uint){1} - (uint){0} : (uint){0} - (uint){1}) + (uint){2}",
+    "tmps_usad": "((uint){0} < (uint){1} ? (uint){1} - (uint){0} : (uint){0} - (uint){1}) + (uint){2}",
 }
 
 _EXTERN_HELPERS = {
+    "tmps_byte_perm": """inline uint tmps_byte_perm(uint x, uint y, uint s) {
+  // byte n of the result is byte s<4n+2:4n> of the 8 bytes {y, x} (x the low 4)
+  ulong v = ((ulong)y << 32) | (ulong)x;
+  uint r = 0u;
+  for (uint n = 0u; n < 4u; ++n) r |= (uint)((v >> (((s >> (4u * n)) & 7u) * 8u)) & 0xfful) << (8u * n);
+  return r;
+}
+""",
     "tmps_erfc": """inline float tmps_erfc(float x) {
   // Same fit as tmps_erf, kept as erfc for x >= 0.5 so that the tail keeps its relative accuracy.
   float z = fabs(x);
@@ -508,6 +522,8 @@ def extern_elementwise(ctx, op):
         return bessel.lower(ctx, op)
     if special.symbol(op) in special.SYMBOLS:  # the same, compiler/ops/special.py
         return special.lower(ctx, op)
+    if rounding.symbol(op) in rounding.SYMBOLS:  # rounding modes, compiler/ops/rounding.py
+        return rounding.lower(ctx, op)
     if involves_f64(op):
         return float64.lower(ctx, op)
     sym = op.attrs.get("symbol", "")
