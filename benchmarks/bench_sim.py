@@ -3,7 +3,8 @@
 For each kernel (defined here, so every version of triton-mps runs the same source):
   build s      the first `kernel[grid](...)` call in a fresh process with empty caches: Triton's
                front end, our MSL stages, the simulator's C++ build, one run
-  run ms       median of the warm calls that follow (after enough calls for any -O2 rebuild)
+  run ms       median of the warm calls that follow (after enough calls for the -O2 rebuild of
+               a kernel first built at -O0: TRITON_MPS_SIM_OPT)
   Mthreads/s   simulated GPU threads (programs x 32 x num_warps) per second of a warm call
 
 `--compare PYTHON` runs the same measurement with another interpreter (e.g. a venv holding an
@@ -26,7 +27,9 @@ import tempfile
 import time
 
 WARM_CALLS = 5  # timed warm calls per kernel (after the warm-up below)
-WARMUP_S = 0.3  # warm-up run time before timing: the simulator rebuilds -O0 kernels at -O2 after 50 ms
+# warm-up before timing: the simulator rebuilds a -O0 kernel at -O2 once its dispatches took 2.5x
+# its -O0 build (at least 50 ms), so warm up for 3x the first call (which includes that build)
+WARMUP_MIN_S = 0.3
 
 
 def _kernels():
@@ -110,7 +113,7 @@ def worker() -> None:
         call()
         build = time.perf_counter() - t0
         t0 = time.perf_counter()
-        while time.perf_counter() - t0 < WARMUP_S:
+        while time.perf_counter() - t0 < max(WARMUP_MIN_S, 3 * build):
             call()
         times = []
         for _ in range(WARM_CALLS):
