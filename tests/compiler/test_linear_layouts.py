@@ -4,7 +4,9 @@ We compute layouts from the encoding text so that the compiler never calls libtr
 Gluon-layout bindings (their C++ static makes every process print leak reports at exit; see
 tests/triton/test_clean_exit.py). The register numbering must match Triton's bit for bit, so
 this compares both on a seeded random corpus of blocked, slice (nested too), FMA dot-operand
-and linear encodings, with shapes smaller than, equal to and larger than each layout's tile.
+and linear encodings, with shapes smaller than, equal to and larger than each layout's tile
+(linear ones: equal or smaller, as after a reduction to a size-1 dimension; upstream test_flip
+found that case wrong).
 Triton's side runs in a subprocess: calling it would make this pytest process leak-report.
 """
 
@@ -69,6 +71,8 @@ def _corpus(n: int, seed: int = 1234) -> list[tuple[str, list[int]]]:
             rng.shuffle(coords)
             lane, warp, reg = (coords[:5] + [[0] * rank] * 5)[:5], (coords[5:8] + [[0] * rank] * 3)[:3], coords[8:]
             fmt = lambda v: "[" + ", ".join("[" + ", ".join(map(str, c)) + "]" for c in v) + "]"  # noqa: E731
+            if rng.random() < 0.5:  # a smaller tensor (a size-1 dim after a reduction): bases past it
+                shape = [1 if rng.random() < 0.3 else max(1, s >> rng.randint(0, 2)) for s in shape]
             out.append((f"#ttg.linear<{{register = {fmt(reg)}, lane = {fmt(lane)}, warp = {fmt(warp)}, "
                         f"block = []}}>", shape))
     return out
@@ -123,3 +127,11 @@ def test_encodings_not_computed_here_are_left_to_triton():
     assert layout_of(shared, (16,)) is None
     mma = "#ttg.nvidia_mma<{versionMajor = 2, versionMinor = 0, warpsPerCTA = [4, 1], instrShape = [16, 8]}>"
     assert layout_of(mma, (16, 16)) is None
+
+
+def test_linear_layout_on_a_larger_shape_is_left_to_triton():
+    """Registers repeating a linear layout over a larger tensor follow Triton's rep order: not
+    computed here."""
+    enc = "#ttg.linear<{register = [[1]], lane = [[2], [4], [8], [16], [32]], warp = [], block = []}>"
+    assert layout_of(enc, (64, )) is not None
+    assert layout_of(enc, (128, )) is None

@@ -210,7 +210,7 @@ def _slice(f: dict[str, str], shape: list[int]) -> _LL | None:
     return _LL(bases, outs, {renumber(d): s for d, s in parent.sizes.items() if d != dim})
 
 
-def _linear(f: dict[str, str], shape: list[int]) -> _LL:
+def _linear(f: dict[str, str], shape: list[int]) -> _LL | None:
     rank = len(shape)
 
     def vectors(key: str) -> list[dict[int, int]]:
@@ -219,7 +219,16 @@ def _linear(f: dict[str, str], shape: list[int]) -> _LL:
 
     if vectors("block"):
         raise ValueError("layouts spanning several CTAs are not supported (num_ctas must be 1)")
-    return _LL({k: vectors(k) for k in IN_DIMS}, list(range(rank)), {d: shape[d] for d in range(rank)})
+    bases = {k: vectors(k) for k in IN_DIMS}
+    # The extent the bases span; a tensor of a smaller shape (a size-1 dimension after a
+    # reduction or reshape) gets Triton's ensureLayoutNotLargerThan: lane and warp bases past the
+    # shape become zero, register bases past it are removed. A larger shape would repeat
+    # registers in Triton's rep order: left to Triton's conversion (None).
+    span = {d: 1 << max((b.get(d, 0).bit_length() for vs in bases.values() for b in vs), default=0)
+            for d in range(rank)}
+    if any(span[d] < shape[d] for d in range(rank)):
+        return None
+    return _not_larger_than(_LL(bases, list(range(rank)), span), shape, drop_registers=True)
 
 
 def _distributed(text: str, shape: list[int]) -> _LL | None:
