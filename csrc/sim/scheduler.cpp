@@ -1047,6 +1047,8 @@ DispatchCounters Scheduler::run(const LaunchSpec& spec) {
                         " bytes of [[threadgroup(n)]] memory exceed Metal's limit of " +
                         std::to_string(kMaxThreadgroupMemory) + " bytes");
   if (nthreads == 0 || ngroups == 0) return {};
+  const uint64_t group_end = spec.group_end ? std::min(spec.group_end, ngroups) : ngroups;
+  if (spec.group_begin >= group_end) return {};
 
   const double timeout = dispatch_timeout_s();
   uint64_t seed = 0;
@@ -1063,7 +1065,8 @@ DispatchCounters Scheduler::run(const LaunchSpec& spec) {
   d.timeout_s = timeout;
   d.interrupts_at_start = interrupt_count();
   d.kernel = k;
-  d.total_groups = ngroups;
+  d.next.store(spec.group_begin);
+  d.total_groups = group_end;
   d.nthreads = static_cast<uint32_t>(nthreads);
   d.counting = counting();
   // Threads the compiler declared free of side effects (tmps_sim_kernel::effect_threads) only
@@ -1087,7 +1090,7 @@ DispatchCounters Scheduler::run(const LaunchSpec& spec) {
       d.read_bytes.emplace_back(d.access.buffer_bytes(i));
       d.written_bytes.emplace_back(d.access.buffer_bytes(i));
     }
-  const unsigned n = static_cast<unsigned>(std::min<uint64_t>(num_workers_, ngroups));
+  const unsigned n = static_cast<unsigned>(std::min<uint64_t>(num_workers_, group_end - spec.group_begin));
   while (workers_.size() < n) {
     workers_.push_back(std::make_unique<Worker>());
     workers_.back()->stack_bytes = stack_bytes_;

@@ -42,6 +42,9 @@ struct LaunchSpec {
   const tmps_sim_memcheck** memcheck_slot = nullptr;
   // The kernel's Triton source lines, for diagnostics ("at line 46 (kernel.py:12)"); may be null.
   const SourceOrigins* origins = nullptr;
+  // The threadgroups to run, by linear index: [group_begin, group_end), group_end 0 meaning the
+  // last. SimDevice runs a dispatch in two parts when it switches builds partway (tiering).
+  uint64_t group_begin = 0, group_end = 0;
 };
 
 // What one dispatch did, counted by the simulator when counting is on (set_counting, or

@@ -166,12 +166,16 @@ std::shared_ptr<KernelLibrary> open_library(const std::string& path, const std::
 // (ski rental: never more than about twice the better choice's cost). The expected rebuild is
 // kPromoteBuildFactor times the -O0 build (recorded in the cache entry), and at least
 // kPromoteAfterNs. A dispatch of kPromoteThreads threads or more promotes first (a -O0 kernel runs
-// several times slower). "auto" (default) does that; "0" keeps -O0; "2" builds -O2 at once.
+// several times slower); one of kProbeMinGroups threadgroups or more runs 1/16 of them first and
+// counts the rest, projected at that rate, as time already run (so a single large dispatch is
+// promoted partway, not run whole at -O0). "auto" (default) does that; "0" keeps -O0; "2" builds
+// -O2 at once.
 // (Measured: upstream test_dot3d int8, 16,384 FMAs per thread unrolled: -O0 build 2.2 s, -O2
 // build 58 s, run 1.2 s; promoting after 50 ms of dispatches made the test 65 s instead of 5 s.)
 enum class Tiering { Auto, Quick, Full };
 constexpr double kPromoteAfterNs = 50e6;
 constexpr double kPromoteBuildFactor = 2.5;
+constexpr uint64_t kProbeMinGroups = 64;  // smaller -O0 dispatches run whole (see SimBatch::commit)
 constexpr uint64_t kPromoteThreads = uint64_t(1) << 22;  // ~4M threads: seconds at -O0
 
 Tiering tiering() {
@@ -320,19 +324,28 @@ class SimPipeline : public Pipeline {
   void will_run(uint64_t threads) const {
     if (threads >= kPromoteThreads) promote(0, true);
   }
-  // Accounts a dispatch's run time. Once a -O0 kernel has run kPromoteAfterNs, it is rebuilt at
-  // -O2 (once, here, in the committing thread) and later dispatches run that.
+  // Accounts a dispatch's run time. Once a -O0 kernel has run as long as its -O2 rebuild is
+  // expected to take (see Tiering), it is rebuilt (once, here, in the committing thread) and
+  // later dispatches run that.
   void ran(double ns) const { promote(ns, false); }
+  // Whether this is a -O0 build that may still be promoted.
+  bool promotable() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return bool(full_build_);
+  }
+  // Partway through a dispatch that has run `ns` so far, with `remaining_ns` of -O0 work
+  // projected: accounts `ns` and promotes now if that work reaches the threshold.
+  void ran_part(double ns, double remaining_ns) const { promote(ns, false, remaining_ns); }
 
  private:
   // A failed -O2 build keeps the -O0 kernel, which computes the same bits, and says so.
-  void promote(double ns, bool now) const {
+  void promote(double ns, bool now, double expected_ns = 0) const {
     std::function<std::shared_ptr<KernelLibrary>()> build;
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (!full_build_) return;
       run_ns_ += ns;
-      if (!now && run_ns_ < promote_after_ns_) return;
+      if (!now && run_ns_ + expected_ns < promote_after_ns_) return;
       build = std::move(full_build_);
       full_build_ = nullptr;
     }
@@ -466,17 +479,34 @@ class SimBatch : public Batch {
         const auto& p = static_cast<const SimPipeline&>(*item.dispatch.pipeline);
         const auto& g = item.dispatch.threadgroups;
         const auto& t = item.dispatch.threads_per_group;
-        p.will_run(uint64_t(g[0]) * g[1] * g[2] * t[0] * t[1] * t[2]);
-        const std::shared_ptr<const KernelVariant> v = p.variant_for(counting());
-        const LaunchSpec spec = resolve(item.dispatch, p, *v);
-        std::unique_lock<std::mutex> one_at_a_time(v->lib->dispatch_mu, std::defer_lock);
-        if (spec.memcheck_slot) one_at_a_time.lock();  // the library's tmps_sim_mc is per dispatch
-        const double t0 = now_ns();
-        const DispatchCounters counted = scheduler_->run(spec);
-        const double ran_ns = now_ns() - t0;
-        if (one_at_a_time.owns_lock()) one_at_a_time.unlock();
-        if (item.timing && counted.valid) item.timing->counters = counter_list(counted);
-        p.ran(ran_ns);
+        const uint64_t groups = uint64_t(g[0]) * g[1] * g[2];
+        p.will_run(groups * t[0] * t[1] * t[2]);
+        const bool counting_on = counting();
+        // Runs threadgroups [begin, end) with the pipeline's current build; its run time.
+        const auto run_part = [&](uint64_t begin, uint64_t end) {
+          const std::shared_ptr<const KernelVariant> v = p.variant_for(counting_on);
+          LaunchSpec spec = resolve(item.dispatch, p, *v);
+          spec.group_begin = begin;
+          spec.group_end = end;
+          std::unique_lock<std::mutex> one_at_a_time(v->lib->dispatch_mu, std::defer_lock);
+          if (spec.memcheck_slot) one_at_a_time.lock();  // the library's tmps_sim_mc is per dispatch
+          const double t0 = now_ns();
+          const DispatchCounters counted = scheduler_->run(spec);
+          if (item.timing && counted.valid) item.timing->counters = counter_list(counted);
+          return now_ns() - t0;
+        };
+        // A -O0 kernel's large dispatch first runs a probe of 1/16 of its threadgroups; if the
+        // rest, projected at that rate, makes the -O2 rebuild worth it (see Tiering), the rest
+        // runs on the -O2 build. Threadgroups are independent, so either build may run any of
+        // them (same bits). Not with the counters on: they are totals of one run.
+        if (!counting_on && groups >= kProbeMinGroups && p.promotable()) {
+          const uint64_t probe = groups / 16;
+          const double probe_ns = run_part(0, probe);
+          p.ran_part(probe_ns, probe_ns * double(groups - probe) / double(probe));
+          p.ran(run_part(probe, groups));
+        } else {
+          p.ran(run_part(0, groups));
+        }
       } catch (const Error& e) {
         error_ = std::current_exception();
         message = e.what();

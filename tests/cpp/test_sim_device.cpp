@@ -485,6 +485,66 @@ TEST_F(SimDeviceTest, SlowQuickBuildWaitsLongerToPromote) {
   }
 }
 
+// kBusySource plus which build ran each thread (__OPTIMIZE__: -O2).
+const char* kTieredSource = R"(#include <metal_stdlib>
+using namespace metal;
+kernel void tiered(device float* out [[buffer(0)]], constant uint& steps [[buffer(1)]],
+                   device uint* optimized [[buffer(2)]], uint i [[thread_position_in_grid]]) {
+  float x = float(i) * 0.001f + 0.5f;
+  for (uint k = 0; k < steps; ++k) x = x * 0.9999f + sin(x) * 0.01f + float(k & 7u) * 1e-4f;
+  out[i] = x;
+#ifdef __OPTIMIZE__
+  optimized[i] = 1u;
+#else
+  optimized[i] = 0u;
+#endif
+}
+)";
+
+// One large dispatch of a -O0 kernel (64 threadgroups or more) runs 1/16 of its threadgroups,
+// projects the rest at that rate and, when the rebuild pays, runs the rest on the -O2 build:
+// promoted partway through its first dispatch, with the same bits as a whole -O2 run.
+TEST_F(SimDeviceTest, LargeFirstDispatchIsPromotedPartway) {
+  ::unsetenv("TRITON_MPS_SIM_OPT");
+  const uint32_t n = 64 * 64;  // 64 threadgroups of 64
+  const auto run = [&](SimDevice& dev, const std::shared_ptr<tmps::Pipeline>& p, uint32_t steps) {
+    std::shared_ptr<tmps::RawBuffer> out = dev.new_buffer(n * 4), flag = dev.new_buffer(n * 4);
+    std::memset(out->contents(), 0xFF, n * 4);
+    std::memset(flag->contents(), 0xFF, n * 4);
+    Dispatch d;
+    d.pipeline = p;
+    d.bindings = {buffer_binding(0, out), bytes_binding(1, steps), buffer_binding(2, flag)};
+    d.threadgroups = {n / 64, 1, 1};
+    d.threads_per_group = {64, 1, 1};
+    auto batch = dev.new_batch();
+    batch->encode(d, nullptr);
+    batch->commit();
+    batch->wait();
+    const auto* x = static_cast<const float*>(out->contents());
+    const auto* f = static_cast<const uint32_t*>(flag->contents());
+    return std::make_pair(std::vector<float>(x, x + n), std::vector<uint32_t>(f, f + n));
+  };
+  tmps::CompileOptions opt;
+  SimDevice dev;
+  auto p = dev.build_pipeline(kTieredSource, "tiered", opt);
+  ASSERT_EQ(dev.build_stats().compiled, 1u);
+  const auto [split, split_flags] = run(dev, p, 60000);
+  EXPECT_EQ(dev.build_stats().promoted, 1u);
+  for (uint32_t i = 0; i < n; ++i)
+    ASSERT_EQ(split_flags[i], i < n / 16 ? 0u : 1u) << "thread " << i << ": the first 1/16 run at -O0, the rest at -O2";
+  const auto [whole, whole_flags] = run(dev, p, 60000);
+  for (uint32_t v : whole_flags) ASSERT_EQ(v, 1u);
+  EXPECT_EQ(std::memcmp(split.data(), whole.data(), n * 4), 0) << "-O0 and -O2 results differ";
+  // A short dispatch of a new -O0 kernel runs whole at -O0.
+  SimDevice other;
+  tmps::CompileOptions opt2;
+  opt2.math_mode = tmps::MathMode::Fast;  // another cache entry
+  auto q = other.build_pipeline(kTieredSource, "tiered", opt2);
+  const auto short_run = run(other, q, 10);
+  EXPECT_EQ(other.build_stats().promoted, 0u);
+  for (uint32_t v : short_run.second) ASSERT_EQ(v, 0u);
+}
+
 TEST_F(SimDeviceTest, OptLevelSetting) {
   tmps::CompileOptions opt;
   ::setenv("TRITON_MPS_SIM_OPT", "2", 1);
