@@ -98,8 +98,36 @@ def plots(results: list[Result], folder: Path, chip_name: str = "M4") -> list[Pa
     return [roof, ratio]
 
 
+def mlx_times(n: int = 1 << 24, rows: int = 4096, m: int = 2048, reps: int = 20) -> list[float] | None:
+    """MLX's time (ms, median of `reps` after a warm-up) for the work metal_times compares: vector
+    add of n fp32, softmax of rows x rows fp32, an m^3 fp16 matmul, on MLX's default device (the
+    GPU on a Mac). None without MLX."""
+    try:
+        import mlx.core as mx
+    except ImportError:
+        return None
+    import statistics
+    import time
+
+    x, y = mx.random.uniform(shape=(n, )), mx.random.uniform(shape=(n, ))
+    s = mx.random.normal(shape=(rows, rows))
+    a = mx.random.normal(shape=(m, m)).astype(mx.float16)
+    b = mx.random.normal(shape=(m, m)).astype(mx.float16)
+    mx.eval(x, y, s, a, b)
+    out = []
+    for work in (lambda: x + y, lambda: mx.softmax(s, axis=-1), lambda: a @ b):
+        mx.eval(work())  # warm-up (kernel build)
+        times = []
+        for _ in range(reps):
+            t0 = time.perf_counter()
+            mx.eval(work())  # evaluation waits for the device
+            times.append((time.perf_counter() - t0) * 1e3)
+        out.append(statistics.median(times))
+    return out
+
+
 def metal_times() -> str:
-    """A Mac: GPU times of our kernels vs torch eager (and MLX if installed) for the same work."""
+    """A Mac: GPU times of our kernels vs torch eager and MLX (if installed) for the same work."""
     import torch
     import triton
 
@@ -120,9 +148,12 @@ def metal_times() -> str:
     rows = [("vector add 16M fp32", lambda: add(x, y), lambda: x + y),
             ("softmax 4096x4096 fp32", lambda: softmax(s), lambda: torch.softmax(s, -1)),
             ("matmul 2048^3 fp16", lambda: matmul(a, b), lambda: a @ b)]
-    lines = ["| work | triton-mps ms | torch eager ms |", "|---|---:|---:|"]
-    for name, ours, theirs in rows:
-        lines.append(f"| {name} | {triton.testing.do_bench(ours):.3f} | {triton.testing.do_bench(theirs):.3f} |")
+    mlx = mlx_times()
+    lines = ["| work | triton-mps ms | torch eager ms | MLX ms |", "|---|---:|---:|---:|"]
+    for i, (name, ours, theirs) in enumerate(rows):
+        theirs_mlx = f"{mlx[i]:.3f}" if mlx else "- (MLX not installed)"
+        lines.append(f"| {name} | {triton.testing.do_bench(ours):.3f} | {triton.testing.do_bench(theirs):.3f} | "
+                     f"{theirs_mlx} |")
     return "\n".join(lines)
 
 
