@@ -486,17 +486,18 @@ _lib("tmps_f64_erfc", ("tmps_f64_erf", "tmps_f64_expk"), f"""static inline ulong
 """)
 
 # ---- cbrt --------------------------------------------------------------------------------------
-_lib("tmps_f64_cbrt", ("tmps_f64_dd2", "tmps_f64_from_f32"), f"""static inline ulong tmps_f64_cbrt(ulong x) {{
-  ulong a = x & 0x7ffffffffffffffful, sign = x & {NEG};
-  if (a >= 0x7ff0000000000000ul || a == 0ul) return tmps_f64_isnan(x) ? x | 0x0008000000000000ul : x;
+_lib("tmps_f64_cbrt", ("tmps_f64_dd2", "tmps_f64_from_f32"), f"""
+// a (finite, > 0) = 2^(3q) mv with mv in [1, 8): returns q and cbrt(mv) as y + c (~2^-80 relative;
+// rcbrt in fp64_math_more.py uses the pair).
+static inline int tmps_f64_cbrt_parts(ulong a, thread ulong& y, thread ulong& c) {{
   int e;
   ulong m = tmps_f64_norm(a, e);
   int q = e >= 0 ? e / 3 : -((2 - e) / 3);  // floor(e / 3)
-  int r = e - 3 * q;  // 0, 1, 2: x = 2^(3q) mv, mv in [1, 8)
+  int r = e - 3 * q;  // 0, 1, 2
   ulong mv = ((ulong)(1023 + r) << 52) | (m & 0x000ffffffffffffful);
   float f = as_type<float>(((uint)(127 + r) << 23) | (uint)((m & 0x000ffffffffffffful) >> 29));
-  ulong y = tmps_f64_from_f32(exp2(log2(f) * (1.0f / 3.0f)));  // ~2^-20 relative
-  ulong c = 0ul;
+  y = tmps_f64_from_f32(exp2(log2(f) * (1.0f / 3.0f)));  // ~2^-20 relative
+  c = 0ul;
   for (int i = 0; i < 2; ++i) {{  // y += (mv - y^3) / (3 y^2), the residual exact in double-double
     ulong sq = tmps_f64_mul(y, y), sqe = tmps_f64_fma(y, y, sq ^ {NEG});
     ulong ch, cl, rh, rl;
@@ -505,6 +506,13 @@ _lib("tmps_f64_cbrt", ("tmps_f64_dd2", "tmps_f64_from_f32"), f"""static inline u
     c = tmps_f64_div(rh, tmps_f64_mul(sq, {_lit(3.0)}));
     if (i == 0) y = tmps_f64_add(y, c);
   }}
+  return q;
+}}
+static inline ulong tmps_f64_cbrt(ulong x) {{
+  ulong a = x & 0x7ffffffffffffffful, sign = x & {NEG};
+  if (a >= 0x7ff0000000000000ul || a == 0ul) return tmps_f64_isnan(x) ? x | 0x0008000000000000ul : x;
+  ulong y, c;
+  int q = tmps_f64_cbrt_parts(a, y, c);
   return sign | tmps_f64_ldexp(tmps_f64_add(y, c), q);
 }}
 """)

@@ -123,30 +123,16 @@ _lib("tmps_f64_cospi", ("tmps_f64_sinpi_core",),
      "static inline ulong tmps_f64_cospi(ulong x) { return tmps_f64_sinpi_core(x, true); }\n")
 
 # ---- rcbrt ---------------------------------------------------------------------------------------
-_lib("tmps_f64_rcbrt", ("tmps_f64_dd2", "tmps_f64_from_f32", "tmps_f64_dd_round"), f"""
+_lib("tmps_f64_rcbrt", ("tmps_f64_cbrt", "tmps_f64_dd_round"), f"""
 static inline ulong tmps_f64_rcbrt(ulong x) {{
   ulong a = x & {ABS}, sign = x & {NEG};
   if (tmps_f64_isnan(x)) return x | {QUIET};
   if (a == 0ul) return sign | {INF};
   if (a == {INF}) return sign;
-  int e;
-  ulong m = tmps_f64_norm(a, e);
-  int q = e >= 0 ? e / 3 : -((2 - e) / 3);  // floor(e / 3)
-  int r = e - 3 * q;  // x = 2^(3q) mv, mv in [1, 8)
-  ulong mv = ((ulong)(1023 + r) << 52) | (m & 0x000ffffffffffffful);
-  float fl = as_type<float>(((uint)(127 + r) << 23) | (uint)((m & 0x000ffffffffffffful) >> 29));
-  ulong y = tmps_f64_from_f32(exp2(log2(fl) * (1.0f / 3.0f)));  // ~2^-20 relative
-  ulong c = 0ul;
-  for (int i = 0; i < 2; ++i) {{  // y += (mv - y^3) / (3 y^2), the residual exact in double-double
-    ulong sq = tmps_f64_mul(y, y), sqe = tmps_f64_fma(y, y, sq ^ {NEG});
-    ulong ch, cl, rh, rl;
-    tmps_dd_mul(sq, sqe, y, 0ul, ch, cl);
-    tmps_dd_add(mv, 0ul, ch ^ {NEG}, cl ^ {NEG}, rh, rl);
-    c = tmps_f64_div(rh, tmps_f64_mul(sq, {_lit(3.0)}));
-    if (i == 0) y = tmps_f64_add(y, c);
-  }}
+  ulong y, c;
+  int q = tmps_f64_cbrt_parts(a, y, c);  // |x| = 2^(3q) (y + c)^3
   ulong h, l;
-  tmps_dd_fast(y, c, h, l);  // cbrt(mv) to ~2^-80
+  tmps_dd_fast(y, c, h, l);
   tmps_dd_div({ONE}, 0ul, h, l, h, l);
   return sign | tmps_f64_dd_round(h, l, -q);
 }}
