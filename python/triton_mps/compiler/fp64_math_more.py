@@ -27,20 +27,13 @@ docs/supported-ops.md); the others are exact:
 
 from __future__ import annotations
 
-from fractions import Fraction
-
 from .fp64 import _lib
-from .fp64_math import _PI, _frac_to_dd, _lit
-from .fp64_math_ext import NEG, ONE, _ln10
+from .fp64_math import _PI, _lit
+from .fp64_math_ext import NEG, ONE, _dd, _ln10
 
 INF = "0x7ff0000000000000ul"
 ABS = "0x7ffffffffffffffful"
 QUIET = "0x0008000000000000ul"
-
-
-def _dd(q: Fraction) -> tuple[str, str]:
-    h, lo = _frac_to_dd(q)
-    return _lit(h), _lit(lo)
 
 
 PI_H, PI_L = _dd(_PI)

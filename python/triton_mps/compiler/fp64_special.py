@@ -52,16 +52,12 @@ from math import factorial
 from . import fp64_bessel, fp64_math_ext  # also register their helpers (bessel, erfc, expk, log_dd) in fp64.LIB
 from .fp64 import _lib
 from .fp64_math import _PI, TSP_HI, TSP_LO, _frac_to_dd, _lit
+from .fp64_math_ext import _dd
 
 NEG = "0x8000000000000000ul"
 ONE = "0x3ff0000000000000ul"
 INF = "0x7ff0000000000000ul"
 NAN = "0x7ff8000000000000ul"
-
-
-def _dd_lits(q: Fraction) -> tuple[str, str]:
-    h, lo = _frac_to_dd(q)
-    return _lit(h), _lit(lo)
 
 
 def _sqrt_fraction(q: Fraction, bits: int = 240) -> Fraction:
@@ -72,9 +68,9 @@ def _sqrt_fraction(q: Fraction, bits: int = 240) -> Fraction:
 
 _SQRT2 = _sqrt_fraction(Fraction(2))
 _SQRTPI = _sqrt_fraction(_PI)
-SQ2_H, SQ2_L = _dd_lits(_SQRT2)
-ISQ2_H, ISQ2_L = _dd_lits(1 / _SQRT2)
-SPI2_H, SPI2_L = _dd_lits(_SQRTPI / 2)  # sqrt(pi)/2
+SQ2_H, SQ2_L = _dd(_SQRT2)
+ISQ2_H, ISQ2_L = _dd(1 / _SQRT2)
+SPI2_H, SPI2_L = _dd(_SQRTPI / 2)  # sqrt(pi)/2
 ISP_H, ISP_L = _lit(TSP_HI / 2), _lit(TSP_LO / 2)  # 1/sqrt(pi)
 TSP = _lit(TSP_HI)
 
@@ -310,9 +306,9 @@ def _dec_frac(d) -> Fraction:
 
 _GAMMA_Q = _dec_frac(fp64_bessel._GAMMA)
 _PI_DEC = fp64_bessel._PI
-HL2PI_H, HL2PI_L = _dd_lits(_dec_frac((2 * _PI_DEC).ln() / 2))  # log(2 pi)/2
-LOGPI_H, LOGPI_L = _dd_lits(_dec_frac(_PI_DEC.ln()))
-PI_H, PI_L = _dd_lits(_PI)
+HL2PI_H, HL2PI_L = _dd(_dec_frac((2 * _PI_DEC).ln() / 2))  # log(2 pi)/2
+LOGPI_H, LOGPI_L = _dd(_dec_frac(_PI_DEC.ln()))
+PI_H, PI_L = _dd(_PI)
 LN2_H, LN2_L = fp64_math_ext.LN2_H, fp64_math_ext.LN2_L
 LGAMMA_TERMS = 30  # lgamma(1 + d) = d sum_k t_k d^(k-1), |d| <= 1/4: 0.25^30/31 < 2^-64 of the first
 _LGT = [-_GAMMA_Q] + [Fraction((-1) ** k) * _zeta(k) / k for k in range(2, LGAMMA_TERMS + 1)]
@@ -469,8 +465,8 @@ static inline ulong tmps_f64_tgamma(ulong x) {{
 MILLER_X = 30.0  # Miller's recurrence (and Y0, Y1 from its J's) for x <= max(n, MILLER_X)
 _RECIP = [_frac_to_dd(Fraction(1, k)) for k in range(1, 49)]  # 1/k, k <= (m = 30 + 60 + 3) / 2
 _recip_tab = ", ".join(f"{_lit(h)}, {_lit(lo)}" for h, lo in _RECIP)
-TWO_OVER_PI_H, TWO_OVER_PI_L = _dd_lits(2 / _PI)
-GAMMA_H, GAMMA_L = _dd_lits(_GAMMA_Q)
+TWO_OVER_PI_H, TWO_OVER_PI_L = _dd(2 / _PI)
+GAMMA_H, GAMMA_L = _dd(_GAMMA_Q)
 HANKEL_TERMS = 20  # each of P and Q at x > 30: the last term is < 1e-23 relative
 _hankel = "\n".join(fp64_math_ext._series("z", [Fraction((-1) ** k) * fp64_bessel._a(nu, 2 * k + odd)
                                                  for k in range(HANKEL_TERMS)], 4, f"{pq}{nu}")
