@@ -390,19 +390,24 @@ kernel void busy(device float* out [[buffer(0)]], constant uint& steps [[buffer(
 }
 )";
 
-std::vector<float> run_busy(SimDevice& dev, const std::shared_ptr<tmps::Pipeline>& p, uint32_t steps) {
-  const uint32_t n = 256;
-  std::shared_ptr<tmps::RawBuffer> out = dev.new_buffer(n * 4);
-  std::memset(out->contents(), 0xFF, n * 4);  // poison: NaN
+// Runs `p` over n threads in threadgroups of 64 with `bindings`, and waits.
+void run_1d(SimDevice& dev, const std::shared_ptr<tmps::Pipeline>& p, std::vector<Binding> bindings, uint32_t n) {
   Dispatch d;
   d.pipeline = p;
-  d.bindings = {buffer_binding(0, out), bytes_binding(1, steps)};
+  d.bindings = std::move(bindings);
   d.threadgroups = {n / 64, 1, 1};
   d.threads_per_group = {64, 1, 1};
   auto batch = dev.new_batch();
   batch->encode(d, nullptr);
   batch->commit();
   batch->wait();
+}
+
+std::vector<float> run_busy(SimDevice& dev, const std::shared_ptr<tmps::Pipeline>& p, uint32_t steps) {
+  const uint32_t n = 256;
+  std::shared_ptr<tmps::RawBuffer> out = dev.new_buffer(n * 4);
+  std::memset(out->contents(), 0xFF, n * 4);  // poison: NaN
+  run_1d(dev, p, {buffer_binding(0, out), bytes_binding(1, steps)}, n);
   const auto* y = static_cast<const float*>(out->contents());
   return std::vector<float>(y, y + n);
 }
@@ -511,15 +516,7 @@ TEST_F(SimDeviceTest, LargeFirstDispatchIsPromotedPartway) {
     std::shared_ptr<tmps::RawBuffer> out = dev.new_buffer(n * 4), flag = dev.new_buffer(n * 4);
     std::memset(out->contents(), 0xFF, n * 4);
     std::memset(flag->contents(), 0xFF, n * 4);
-    Dispatch d;
-    d.pipeline = p;
-    d.bindings = {buffer_binding(0, out), bytes_binding(1, steps), buffer_binding(2, flag)};
-    d.threadgroups = {n / 64, 1, 1};
-    d.threads_per_group = {64, 1, 1};
-    auto batch = dev.new_batch();
-    batch->encode(d, nullptr);
-    batch->commit();
-    batch->wait();
+    run_1d(dev, p, {buffer_binding(0, out), bytes_binding(1, steps), buffer_binding(2, flag)}, n);
     const auto* x = static_cast<const float*>(out->contents());
     const auto* f = static_cast<const uint32_t*>(flag->contents());
     return std::make_pair(std::vector<float>(x, x + n), std::vector<uint32_t>(f, f + n));
