@@ -65,7 +65,7 @@ class Op:
     def attr(self, name: str) -> str | None:
         """Raw text of attribute `name = ...` in the op's line (up to ',' or '}' at depth 0).
         Only for attributes no binding exposes (`_text_attrs`); ops/float64.py still reads
-        propagateNan / rounding / symbol this way (they are in `attrs` too)."""
+        propagateNan / rounding this way (they are in `attrs` too)."""
         m = re.search(r"(?:[{<,]\s*|\s)" + re.escape(name) + r"\s*=\s*", self.text)
         if not m:
             return None

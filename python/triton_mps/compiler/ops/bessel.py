@@ -16,12 +16,8 @@ from ..types import elem_of
 SYMBOLS = frozenset(CALLS)
 
 
-def symbol(op: Op) -> str:
-    return (op.attr("symbol") or "").strip().strip('"')
-
-
 def lower(ctx: LoweringContext, op: Op) -> None:
-    sym = symbol(op)
+    sym = op.attrs.get("symbol", "")
     (arg,) = op.operands
     src, dst = elem_of(arg.type), elem_of(op.results[0].type)
     for t in (src, dst):

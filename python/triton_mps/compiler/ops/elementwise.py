@@ -518,15 +518,15 @@ def _extern_expr(ctx, op, tpl: str, r: int) -> str:
 
 @lowers("tt.extern_elementwise")
 def extern_elementwise(ctx, op):
-    if bessel.symbol(op) in bessel.SYMBOLS:  # every float type, in software float64
+    sym = op.attrs.get("symbol", "")
+    if sym in bessel.SYMBOLS:  # every float type, in software float64
         return bessel.lower(ctx, op)
-    if special.symbol(op) in special.SYMBOLS:  # the same, compiler/ops/special.py
+    if sym in special.SYMBOLS:  # the same, compiler/ops/special.py
         return special.lower(ctx, op)
-    if rounding.symbol(op) in rounding.SYMBOLS:  # rounding modes, compiler/ops/rounding.py
+    if sym in rounding.SYMBOLS:  # rounding modes, compiler/ops/rounding.py
         return rounding.lower(ctx, op)
     if involves_f64(op):
         return float64.lower(ctx, op)
-    sym = op.attrs.get("symbol", "")
     tpl = _EXTERN.get(sym)
     if tpl is None:
         hint = ""

@@ -200,7 +200,7 @@ _EXTERN_ROUND = {"tmps_trunc": 0, "tmps_floor": 1, "tmps_ceil": 2, "tmps_round":
 
 
 def _extern(ctx, op) -> None:
-    sym = (op.attr("symbol") or "").strip().strip('"')
+    sym = op.attrs.get("symbol", "")
     res_t = elem_of(op.results[0].type)
 
     def reg(r):

@@ -13,12 +13,8 @@ from ..rounding import MODES, ROUND_INT, SYMBOLS
 from ..types import elem_of
 
 
-def symbol(op: Op) -> str:
-    return (op.attr("symbol") or "").strip().strip('"')
-
-
 def lower(ctx: LoweringContext, op: Op) -> None:
-    sym = symbol(op)
+    sym = op.attrs.get("symbol", "")
     kind, mode = SYMBOLS[sym]
     m = str(MODES.get(mode, 0))
     srcs = [elem_of(a.type) for a in op.operands]

@@ -19,12 +19,8 @@ SYMBOLS = frozenset(CALLS)
 _FLOATS = ("f16", "bf16", "f32", "f64")
 
 
-def symbol(op: Op) -> str:
-    return (op.attr("symbol") or "").strip().strip('"')
-
-
 def lower(ctx: LoweringContext, op: Op) -> None:
-    sym = symbol(op)
+    sym = op.attrs.get("symbol", "")
     expr, entry = CALLS[sym]
     *ints, arg = op.operands
     src, dst = elem_of(arg.type), elem_of(op.results[0].type)
