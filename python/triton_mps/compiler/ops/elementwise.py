@@ -7,6 +7,8 @@ that overflow wraps (signed overflow is undefined in C++, which the simulator co
 
 from __future__ import annotations
 
+import re
+
 from .. import fp8
 from ..ir import Op
 from ..lowering import LoweringContext, lowers
@@ -130,6 +132,15 @@ def _mul_feeds_fma(ctx, mul) -> bool:
     return False
 
 
+_PRIMARY = re.compile(r"(\(float\))?[A-Za-z_][A-Za-z0-9_]*|[0-9][0-9.]*(e[+-]?[0-9]+)?f?")
+
+
+def _negated(x: str) -> str:
+    """-x as MSL text. A bare '-' prefix only before a name or an unsigned literal: before a
+    negative literal it would make `--3.75f` (a decrement, which Metal rejects)."""
+    return f"-{x}" if _PRIMARY.fullmatch(x) else f"-({x})"
+
+
 @lowers(*_FBIN)
 def float_binary(ctx, op):
     if involves_f64(op):
@@ -155,8 +166,8 @@ def float_binary(ctx, op):
             neg_c = op.name == "arith.subf" and i == 0
             neg_x = op.name == "arith.subf" and i == 1
             _define_map(ctx, op, lambda r, x=x, y=y, c=c, neg_c=neg_c, neg_x=neg_x: _back(
-                ctx, t, f"fma({'-' if neg_x else ''}{_f(ctx, x, r)}, {_f(ctx, y, r)}, "
-                        f"{'-' if neg_c else ''}{_f(ctx, c, r)})"), hint="fma")
+                ctx, t, f"fma({_negated(_f(ctx, x, r)) if neg_x else _f(ctx, x, r)}, {_f(ctx, y, r)}, "
+                        f"{_negated(_f(ctx, c, r)) if neg_c else _f(ctx, c, r)})"), hint="fma")
             return
     _define_map(ctx, op, lambda r: _back(ctx, t, f"{_f(ctx, a, r)} {sym} {_f(ctx, b, r)}"))
 
