@@ -10,3 +10,9 @@ every import path go through triton's own initialization first.
 """
 
 import triton  # noqa: F401  (must precede the submodules; see above)
+
+# Inductor's `cpu` target (cpu_backend="triton") when TRITON_BACKEND=mps: registered while
+# Triton discovers backends, so that every process importing triton sees it (inductor_cpu.py).
+from .inductor_cpu import register_cpu_alias  # noqa: E402
+
+register_cpu_alias()
