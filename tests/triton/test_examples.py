@@ -15,7 +15,8 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 # test the user surface, not the device, and run once.
 pytestmark = pytest.mark.skipif(os.environ.get("TRITON_MPS_DEVICE", "").lower() in ("metal-emu", "emu", "emulated"),
                                 reason="examples run in the default-device pass")
-NAMES = ["vector_add_example", "softmax_example", "layer_norm_example", "matmul_example", "convolution_example"]
+NAMES = ["vector_add_example", "softmax_example", "layer_norm_example", "matmul_example", "convolution_example",
+         "torch_compile_example"]
 
 
 @pytest.fixture(scope="module", autouse=True)
