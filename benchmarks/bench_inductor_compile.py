@@ -1,0 +1,121 @@
+"""torch.compile's time to first result, split by who spends it (a table).
+
+A transformer block (examples/torch_compile_example.py's `Block`), forward + backward, compiled
+by Inductor with `cpu_backend="triton"` on the mps backend (the simulator off macOS), in a fresh
+process with empty Inductor, Triton and triton-mps caches, one compile thread (so every stage
+runs in the measured process). Columns, seconds (median of --rounds fresh processes):
+
+  total             torch.compile(model)(x) and .backward(), to the gradients
+  inductor          the rest: Dynamo, AOTAutograd, Inductor's lowering, scheduling, codegen
+  triton frontend   Triton's AST -> TTIR, its TTIR and TTGIR passes (make_ir, make_ttir, make_ttgir)
+  ours: TTGIR->MSL  our compiler (make_msl)
+  ours: build       building the MSL into a pipeline (load_binary: the simulator's C++ build)
+  launches          the kernel launches Inductor makes (autotuning benchmarks and the real run)
+
+"ours / triton" is (TTGIR->MSL + build) / triton frontend: the compile work we add on top of
+Triton's own per kernel. Usage: python benchmarks/bench_inductor_compile.py [--rounds 3] [--size small]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import textwrap
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+
+CHILD = r"""
+import json, os, runpy, sys, time
+from collections import defaultdict
+os.environ["TRITON_BACKEND"] = "mps"
+import torch
+import torch._inductor.config as config
+import triton_mps, triton_mps.inductor
+from triton.compiler.compiler import ASTSource
+from triton_mps.backend.compiler import MPSBackend
+from triton_mps.backend.device import MPSUtils
+
+spent = defaultdict(float)
+
+def timed(key, fn):
+    def wrapper(*args, **kwargs):
+        t = time.perf_counter()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            spent[key] += time.perf_counter() - t
+    return wrapper
+
+ASTSource.make_ir = timed("triton frontend", ASTSource.make_ir)
+MPSUtils.load_binary = timed("ours: build", MPSUtils.load_binary)
+real_add_stages = MPSBackend.add_stages
+
+def add_stages(self, stages, options, language):
+    real_add_stages(self, stages, options, language)
+    for name, key in (("ttir", "triton frontend"), ("ttgir", "triton frontend"), ("msl", "ours: TTGIR->MSL")):
+        stages[name] = timed(key, stages[name])
+
+MPSBackend.add_stages = add_stages
+triton_mps.inductor.enable(mps=False)
+config.compile_threads = 1
+Block = runpy.run_path(sys.argv[1])["Block"]
+batch, seq, dim, heads = json.loads(sys.argv[2])
+torch.manual_seed(0)
+model = Block(dim, heads)
+x = torch.randn(batch, seq, dim, requires_grad=True)
+start = time.perf_counter()
+with triton_mps.profile() as prof:
+    torch.compile(model)(x).square().mean().backward()
+total = time.perf_counter() - start
+spent["launches"] = sum(r.wall_us for r in prof) / 1e6
+spent["total"] = total
+spent["inductor"] = total - sum(v for k, v in spent.items() if k not in ("total",))
+spent["kernels"] = len({r.kernel for r in prof})
+print("RESULT " + json.dumps(spent))
+"""
+
+COLUMNS = ["total", "inductor", "triton frontend", "ours: TTGIR->MSL", "ours: build", "launches"]
+SIZES = {"small": (2, 16, 32, 2), "default": (4, 64, 128, 4)}
+
+
+def one_round(python: str, size: tuple[int, ...]) -> dict:
+    with tempfile.TemporaryDirectory(prefix="tmps-bench-inductor-") as tmp:
+        env = dict(os.environ)
+        env.update(TORCHINDUCTOR_CACHE_DIR=f"{tmp}/inductor", TRITON_CACHE_DIR=f"{tmp}/triton",
+                   TRITON_MPS_CACHE_DIR=f"{tmp}/tmps", TRITON_BACKEND="mps")
+        r = subprocess.run([python, "-c", textwrap.dedent(CHILD), str(REPO / "examples" / "torch_compile_example.py"),
+                            json.dumps(size)], env=env, capture_output=True, text=True, cwd=REPO / "examples")
+        line = next((ln for ln in r.stdout.splitlines() if ln.startswith("RESULT ")), None)
+        if r.returncode != 0 or line is None:
+            raise SystemExit(f"benchmark child failed:\n{r.stdout[-3000:]}\n{r.stderr[-6000:]}")
+        return json.loads(line[len("RESULT "):])
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--size", choices=sorted(SIZES), default="default")
+    parser.add_argument("--python", default=sys.executable)
+    args = parser.parse_args(argv)
+    rounds = [one_round(args.python, SIZES[args.size]) for _ in range(args.rounds)]
+    med = {c: statistics.median(r[c] for r in rounds) for c in COLUMNS}
+    kernels = int(statistics.median(r["kernels"] for r in rounds))
+    b, t, d, h = SIZES[args.size]
+    print(f"torch.compile of a transformer block {b}x{t}x{d} ({h} heads), forward + backward, cold caches, "
+          f"{kernels} distinct kernels; median of {args.rounds} fresh processes (seconds)")
+    print("| " + " | ".join(COLUMNS) + " | ours / triton |")
+    print("|" + "---:|" * (len(COLUMNS) + 1))
+    ours = med["ours: TTGIR->MSL"] + med["ours: build"]
+    ratio = ours / med["triton frontend"] if med["triton frontend"] else float("nan")
+    print("| " + " | ".join(f"{med[c]:.2f}" for c in COLUMNS) + f" | {ratio:.2f} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
