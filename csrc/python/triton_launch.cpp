@@ -182,6 +182,7 @@ struct Names {
   PyObject* nbytes = interned("nbytes");
   PyObject* storage_offset = interned("storage_offset");
   PyObject* element_size = interned("element_size");
+  PyObject* numel = interned("numel");
   PyObject* is_cpu = interned("is_cpu");
   PyObject* is_mps = interned("is_mps");
 };
@@ -522,9 +523,13 @@ class TritonLauncher {
       if (s.offset > s.storage_bytes) throw InvalidArgument(who(s) + ": storage_offset() is past its storage");
     } else {
       // A kernel may address any byte of the allocation, as on CUDA: the whole storage is bound.
-      if (data_ptr < s.storage_ptr || data_ptr - s.storage_ptr > s.storage_bytes)
-        throw InvalidArgument(who(s) + ": data_ptr() is outside the tensor's storage");
-      s.offset = data_ptr - s.storage_ptr;
+      if (data_ptr < s.storage_ptr || data_ptr - s.storage_ptr > s.storage_bytes) {
+        // A zero-element view's pointer need not lie in its storage (torch.cat of an empty
+        // tensor): nothing can be addressed through it, so it binds as an empty tensor.
+        if (call_u64(t, nm.numel) != 0) throw InvalidArgument(who(s) + ": data_ptr() is outside the tensor's storage");
+        s.storage_bytes = 0;
+      }
+      s.offset = s.storage_bytes == 0 ? 0 : data_ptr - s.storage_ptr;
     }
     if (!remember) return;
     s.weak = PyWeakref_NewRef(t, nullptr);  // no cache for objects without weak references
