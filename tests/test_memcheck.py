@@ -135,6 +135,43 @@ kernel void mixed(device float* out [[buffer(0)]], const device float* x [[buffe
     assert count[0] == 64
 
 
+MATRIX = r"""
+#include <metal_stdlib>
+using namespace metal;
+kernel void mat(device float* out [[buffer(0)]], const device float* a [[buffer(1)]],
+                constant int& row0 [[buffer(2)]], constant int& out_row0 [[buffer(3)]],
+                uint lane [[thread_index_in_simdgroup]]) {
+  simdgroup_float8x8 m, r;
+  simdgroup_load(m, a + row0 * 8, 8);
+  simdgroup_multiply(r, m, m);
+  simdgroup_store(r, out + out_row0 * 8, 8);
+  out[64 + lane] = simd_sum(r.thread_elements()[0]);
+}
+"""
+
+
+@pytest.mark.parametrize("row0, out_row0, what, call", [
+    (1, 0, "out-of-bounds load of 4 bytes", "simdgroup_load"),    # rows 1..8 of a 64-float buffer
+    (0, 5, "out-of-bounds store of 4 bytes", "simdgroup_store"),  # rows 5..12 of a 96-float buffer
+])
+def test_simdgroup_matrix_loads_and_stores_are_checked(sim, rng, row0, out_row0, what, call):
+    """simdgroup_load/store address the kernel's buffers and stay checked; the SIMD-group
+    exchange behind multiply and simd_sum is the shim's own memory (not instrumented)."""
+    k = triton_mps.compile_msl(MATRIX, "mat", sim, memcheck=True)
+    a = rng.standard_normal(64).astype(np.float32)
+    out = poisoned(96, np.float32)
+    k(out, a, 0, 0, grid=1, threads=32)
+    sim.synchronize()
+    want = a.reshape(8, 8).astype(np.float64) @ a.reshape(8, 8)
+    np.testing.assert_allclose(out[:64].reshape(8, 8), want, rtol=1e-5, atol=1e-5)
+    assert np.all(np.isfinite(out[64:]))
+    with pytest.raises(triton_mps.DispatchError, match=what) as info:
+        k(poisoned(96, np.float32), a, row0, out_row0, grid=1, threads=32)
+        sim.synchronize()
+    # Known gap: the access is inside the shim's simdgroup_load/store, so no MSL line is named.
+    assert "buffer(1) 'a'" in str(info.value) if call == "simdgroup_load" else "buffer(0) 'out'" in str(info.value)
+
+
 def test_memcheck_off_builds_without_checks(sim, rng):
     """memcheck=False is a different build (the opt-out for benchmarks) and still computes right."""
     k = triton_mps.compile_msl(SHIFTED, "shifted", sim, memcheck=False)

@@ -13,15 +13,15 @@
 #include "tmps_metal_simd.h"
 
 namespace tmps_sim {
-inline unsigned mat_row(unsigned l) { unsigned q = l / 4; return (q / 4) * 4 + (l / 2) % 4; }
-inline unsigned mat_col0(unsigned l) { unsigned q = l / 4; return (q & 2) * 2 + (l % 2) * 2; }
+TMPS_SHIM_TRUSTED inline unsigned mat_row(unsigned l) { unsigned q = l / 4; return (q / 4) * 4 + (l / 2) % 4; }
+TMPS_SHIM_TRUSTED inline unsigned mat_col0(unsigned l) { unsigned q = l / 4; return (q & 2) * 2 + (l % 2) * 2; }
 // Lane and element index holding (row, col): inverse of the layout above.
-inline unsigned mat_lane(unsigned row, unsigned col) {
+TMPS_SHIM_TRUSTED inline unsigned mat_lane(unsigned row, unsigned col) {
   unsigned q = ((row >> 2) << 2) | ((col >> 2) << 1) | ((row >> 1) & 1u);
   unsigned r = ((row & 1u) << 1) | ((col >> 1) & 1u);
   return q * 4 + r;
 }
-inline unsigned lane_now() { return tmps_sim_rt->current_thread()->thread_index_in_simdgroup; }
+TMPS_SHIM_TRUSTED inline unsigned lane_now() { return tmps_sim_rt->current_thread()->thread_index_in_simdgroup; }
 }  // namespace tmps_sim
 
 namespace metal {
@@ -80,7 +80,7 @@ inline void simdgroup_store(thread const simdgroup_matrix<T, R, C>& m, P dst, ul
 namespace tmps_sim {
 // d = a * b + c (c may be null). One exchange carries every lane's elements of a, b and c.
 template<class TD, class TA, class TB, class TC>
-inline void mma(site s, ::metal::simdgroup_matrix<TD, 8, 8>& d, const ::metal::simdgroup_matrix<TA, 8, 8>& a,
+TMPS_SHIM_TRUSTED inline void mma(site s, ::metal::simdgroup_matrix<TD, 8, 8>& d, const ::metal::simdgroup_matrix<TA, 8, 8>& a,
                 const ::metal::simdgroup_matrix<TB, 8, 8>& b, const ::metal::simdgroup_matrix<TC, 8, 8>* c) {
   struct pack { float a[2], b[2], c[2]; } mine;  // float: exact for every supported element type
   for (int k = 0; k < 2; ++k) {
@@ -91,7 +91,7 @@ inline void mma(site s, ::metal::simdgroup_matrix<TD, 8, 8>& d, const ::metal::s
   const tmps_sim_exchange* x = tmps_sim_rt->simd_exchange(&mine, sizeof mine, s.id | TMPS_SIM_SITE_MATRIX, s.line);
   if (x->active_mask != 0xffffffffu)
     tmps_sim_rt->fail(s.line, "simdgroup_matrix multiply needs all 32 lanes of the SIMD-group (some lanes exited or diverged)");
-  auto at = [x](int which, unsigned row, unsigned col) {
+  auto at = [x](int which, unsigned row, unsigned col) TMPS_SHIM_TRUSTED {
     pack p;
     __builtin_memcpy(&p, x->value[mat_lane(row, col)], sizeof p);
     const float* v = which == 0 ? p.a : which == 1 ? p.b : p.c;

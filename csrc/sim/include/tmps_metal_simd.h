@@ -55,6 +55,12 @@ namespace tmps_sim {
 
 inline const tmps_sim_thread* me() { return tmps_sim_rt->current_thread(); }
 
+// Shim code that touches only the runtime's SIMD-group exchange and the calling lane's own
+// values, never memory a kernel addresses: memcheck does not instrument it. (The exchange
+// buffers are checked as "private" memory otherwise: for tl.dot kernels that slow path was
+// over half the run time.)
+#define TMPS_SHIM_TRUSTED __attribute__((no_sanitize("address")))
+
 // One exchange as seen by the calling lane: the snapshot plus the group (32 lanes for simd_*,
 // the caller's 4 lanes for quad_*).
 struct group_view {
@@ -66,7 +72,7 @@ struct group_view {
   bool on(unsigned l) const { return l < 32 && ((active >> l) & 1u); }
 };
 
-template<class T> inline group_view exchange(site s, const T& v, unsigned width) {
+template<class T> TMPS_SHIM_TRUSTED inline group_view exchange(site s, const T& v, unsigned width) {
   static_assert(sizeof(T) <= TMPS_SIM_EXCHANGE_SLOT, "SIMD-group function: value larger than 64 bytes");
   group_view g;
   g.x = tmps_sim_rt->simd_exchange(&v, sizeof(T), s.id, s.line);
@@ -77,7 +83,7 @@ template<class T> inline group_view exchange(site s, const T& v, unsigned width)
   g.active = g.x->active_mask & gm;
   return g;
 }
-template<class T> inline T value_of(const group_view& g, unsigned lane) {
+template<class T> TMPS_SHIM_TRUSTED inline T value_of(const group_view& g, unsigned lane) {
   T r;
   __builtin_memcpy(&r, g.x->value[lane], sizeof(T));
   return r;
@@ -85,7 +91,7 @@ template<class T> inline T value_of(const group_view& g, unsigned lane) {
 
 // Reduction over active lanes of the group in lane order; `upto`: only lanes < upto (+1 if
 // inclusive). Returns `init` when no lane qualifies (exclusive prefix of the first lane).
-template<class T, class Op> inline T fold(const group_view& g, T init, unsigned end, Op op) {
+template<class T, class Op> TMPS_SHIM_TRUSTED inline T fold(const group_view& g, T init, unsigned end, Op op) {
   T acc = init;
   bool first = true;
   for (unsigned l = g.base; l < end; ++l) {
