@@ -55,3 +55,15 @@ def test_unsupported_language_versions_are_refused(sim, version, message):
     # Below 3.1 the shim would still declare 3.1 API (bfloat...): refused, not silently lax.
     with pytest.raises(triton_mps.InvalidArgument, match=message):
         triton_mps.compile_msl(VERSION, "k", sim, language_version=version)
+
+
+def test_unguarded_msl32_finds_3_2_api_outside_version_checks():
+    from tmps_testing import unguarded_msl32
+
+    guarded = ("#if __METAL_VERSION__ >= 320\n#pragma METAL fp contract(off)\n#define F() %s\n"
+               "#else\n#define F()\n#endif\n")
+    assert unguarded_msl32(guarded % DEVICE_FENCE) == []
+    assert unguarded_msl32(f"#if __METAL_VERSION__ >= 320\n#else\n{DEVICE_FENCE}\n#endif\n") == [DEVICE_FENCE]
+    assert unguarded_msl32(f"#ifdef X\n  {DEVICE_FENCE}\n#endif\n") == [f"  {DEVICE_FENCE}"]
+    assert unguarded_msl32("x = atomic_load_explicit(p, memory_order_acquire); // memory_order_relaxed") != []
+    assert unguarded_msl32("// atomic_thread_fence is 3.2 only\nx = 1;") == []

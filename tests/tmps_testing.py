@@ -62,8 +62,9 @@ def linrec_reference(a, b, axis, reverse):
     return np.moveaxis(ra, -1, axis), np.moveaxis(rb, -1, axis)
 
 
-_MSL32_ONLY = re.compile(r"\b(?:atomic_thread_fence|thread_scope\w*|memory_order_(?:seq_cst|acq_rel|acquire|release|consume)"
-                         r"|coherent\s*\()|#\s*pragma\s+METAL\s+fp")
+_MSL32_ONLY = re.compile(r"\b(?:atomic_thread_fence|thread_scope\w*"
+                         r"|memory_order_(?:seq_cst|acq_rel|acquire|release|consume)|coherent\s*\()"
+                         r"|#\s*pragma\s+METAL\s+fp")
 
 
 def unguarded_msl32(msl: str) -> list[str]:

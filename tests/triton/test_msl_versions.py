@@ -88,7 +88,7 @@ def test_this_file_passes_on_emulated_macos_14():
     if os.environ.get("TRITON_MPS_EMU_MACOS") == "14.0":
         pytest.skip("already running on emulated macOS 14")
     env = {**os.environ, "TRITON_MPS_DEVICE": "metal-emu", "TRITON_MPS_EMU_MACOS": "14.0"}
-    r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", __file__, "-k", "every_version"],
-                       env=env, capture_output=True, text=True, timeout=600, cwd=Path(__file__).parent)
+    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", __file__, "-k", "every_version"]
+    r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600, cwd=Path(__file__).parent)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "3 passed" in r.stdout, r.stdout
