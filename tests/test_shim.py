@@ -33,6 +33,7 @@ def test_shim_unit_selftest(tmp_path):
     flags = ["-fPIC", "-O2", "-g0", "-nostdinc", "-nostdinc++", "-fno-exceptions",
              "-fno-rtti", "-Xclang", "-ffloat16-excess-precision=none", "-Xclang",
              "-fbfloat16-excess-precision=none", "-std=c++17", "-DTMPS_SIM_SUPPORT=1",
+             "-D__METAL_VERSION__=320",  # the newest MSL: every declaration of the shim
              f"-I{triton_mps._core.sim_shim_dir()}", *tc["target_flags"], "-x", "c++",
              str(MSL / "shim_selftest.cpp")]
     if tc["compile_command"]:  # direct mode: the toolchain's clang, then its linker

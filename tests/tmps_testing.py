@@ -3,6 +3,8 @@ would shadow each other under one name)."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import triton
 import triton.language as tl
@@ -58,3 +60,28 @@ def linrec_reference(a, b, axis, reverse):
     if reverse:
         ra, rb = ra[..., ::-1], rb[..., ::-1]
     return np.moveaxis(ra, -1, axis), np.moveaxis(rb, -1, axis)
+
+
+_MSL32_ONLY = re.compile(r"\b(?:atomic_thread_fence|thread_scope\w*"
+                         r"|memory_order_(?:seq_cst|acq_rel|acquire|release|consume)|coherent\s*\()"
+                         r"|#\s*pragma\s+METAL\s+fp")
+
+
+def unguarded_msl32(msl: str) -> list[str]:
+    """Lines of `msl` that use MSL 3.2-only API (docs/msl-versions.md) outside an
+    `#if __METAL_VERSION__ >= 320` branch: they would not compile for macOS 14 (MSL 3.1)."""
+    guarded: list[bool] = []  # one entry per open #if: is this branch 3.2-only?
+    found = []
+    for line in msl.splitlines():
+        code = line.split("//", 1)[0].strip()
+        if code.startswith("#if"):
+            guarded.append(re.fullmatch(r"#if\s+__METAL_VERSION__\s*>=\s*3[2-9]0", code) is not None
+                           or (bool(guarded) and guarded[-1]))
+        elif code.startswith(("#else", "#elif")) and guarded:
+            outer = len(guarded) > 1 and guarded[-2]
+            guarded[-1] = outer  # the #else of a version check is the pre-3.2 branch
+        elif code.startswith("#endif") and guarded:
+            guarded.pop()
+        elif _MSL32_ONLY.search(code) and not (guarded and guarded[-1]):
+            found.append(line)
+    return found

@@ -135,6 +135,22 @@ std::vector<std::string> compiler_env(const Toolchain& t) {
   return out;
 }
 
+// "3.2" -> "-D__METAL_VERSION__=320": the value Metal's compiler defines for the
+// MTLCompileOptions.languageVersion the kernel is compiled with, so the shim hides API that
+// Metal introduced later (docs/msl-versions.md). Below 3.1 the shim would not hide 3.1 API
+// (bfloat, ...): those versions are refused, as they are below the oldest supported macOS (14).
+std::string metal_version_flag(const CompileOptions& options) {
+  unsigned major = 0, minor = 0;
+  char tail = 0;
+  const std::string& v = options.language_version;
+  if (std::sscanf(v.c_str(), "%u.%u%c", &major, &minor, &tail) != 2 || major > 9 || minor > 9)
+    throw InvalidArgument("kernel '" + options.label + "': language_version '" + v + "' is not of the form \"3.1\"");
+  if (major * 10 + minor < 31)
+    throw InvalidArgument("kernel '" + options.label + "': language_version " + v +
+                          " is older than MSL 3.1, the oldest version triton-mps supports (macOS 14)");
+  return "-D__METAL_VERSION__=" + std::to_string(major * 100 + minor * 10);
+}
+
 // Flags shared by the build and the strict check. Freestanding: only our shim is visible.
 // No excess precision: half and bfloat round after every operation, as on the GPU.
 void common_flags(std::vector<std::string>& a, const CompileOptions& options) {
@@ -142,6 +158,7 @@ void common_flags(std::vector<std::string>& a, const CompileOptions& options) {
                         "-ffloat16-excess-precision=none", "-Xclang", "-fbfloat16-excess-precision=none", "-std=c++17", "-fno-color-diagnostics", "-ferror-limit=20",
                         "-Wno-unknown-attributes", "-Wno-ignored-attributes", "-Wno-unused-command-line-argument"})
     a.push_back(f);
+  a.push_back(metal_version_flag(options));
   for (const auto& [name, value] : options.macros) a.push_back("-D" + name + "=" + value);
   a.push_back("-I" + shim_dir());
 }

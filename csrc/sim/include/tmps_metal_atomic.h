@@ -10,15 +10,21 @@
 
 namespace metal {
 
+// Before MSL 3.2 memory_order_relaxed is the only order, and there are no thread scopes and no
+// fences (docs/msl-versions.md): hidden below 320 so that such kernels fail here as on Metal.
 enum memory_order {
   memory_order_relaxed = __ATOMIC_RELAXED,
+#if __METAL_VERSION__ >= 320
   memory_order_consume = __ATOMIC_CONSUME,
   memory_order_acquire = __ATOMIC_ACQUIRE,
   memory_order_release = __ATOMIC_RELEASE,
   memory_order_acq_rel = __ATOMIC_ACQ_REL,
   memory_order_seq_cst = __ATOMIC_SEQ_CST,
+#endif
 };
+#if __METAL_VERSION__ >= 320
 enum thread_scope { thread_scope_thread, thread_scope_simdgroup, thread_scope_threadgroup, thread_scope_device };
+#endif
 
 template<class T> struct atomic {
   typedef T value_type;
@@ -115,7 +121,9 @@ template<class A> inline void atomic_min_explicit(A* obj, TMPS_ATOMIC_VALUE v, m
 template<class A> inline void atomic_max_explicit(A* obj, TMPS_ATOMIC_VALUE v, memory_order o) { atomic_fetch_max_explicit(obj, v, o); }
 #undef TMPS_ATOMIC_VALUE
 
+#if __METAL_VERSION__ >= 320
 inline void atomic_thread_fence(mem_flags, memory_order o, thread_scope = thread_scope_device) { __atomic_thread_fence((int)o); }
+#endif
 
 }  // namespace metal
 

@@ -16,7 +16,13 @@ extern "C" __attribute__((visibility("default"))) const tmps_sim_runtime* tmps_s
 #define TMPS_FLOPS(n) ((void)0)
 #endif
 
+// The MSL version the kernel is compiled for, as Metal's compiler defines it (320 for 3.2): the
+// simulator passes -D__METAL_VERSION__ from the kernel's language_version. API that Metal
+// introduced after that version is hidden below it (docs/msl-versions.md). 310 (macOS 14, the
+// oldest we support) when compiled without it.
+#ifndef __METAL_VERSION__
 #define __METAL_VERSION__ 310
+#endif
 #define __HAVE_BFLOAT__ 1
 #define METAL_FUNC inline __attribute__((__always_inline__))
 #define kernel

@@ -126,11 +126,12 @@ class MPSUtils:
 
             raise OutOfResources(shared, limit, f"shared memory (threadgroup memory of kernel '{name}')")
         source = kernel.decode("utf-8") if isinstance(kernel, (bytes, bytearray)) else kernel
-        from .compiler import msl_version_for, threads_from_msl
+        from .compiler import msl_version_for, threads_from_msl, warn_if_unordered
 
+        version = msl_version_for(source, dev.info.get("msl_version", "3.1"))
+        warn_if_unordered(source, version)
         pipeline = dev.compile(source, name, math_mode="safe", strict=True, label=name,
-                               max_threads=threads_from_msl(source),
-                               language_version=msl_version_for(source, dev.info.get("msl_version", "3.1")))
+                               max_threads=threads_from_msl(source), language_version=version)
         function = _core().TritonFunction(dev, pipeline)
         # Registers and spills are not reported by Metal; 0 keeps tutorials' arithmetic harmless.
         return function, function, 0, 0, pipeline.max_total_threads_per_threadgroup

@@ -237,6 +237,7 @@ def _lock_helper(ctx: LoweringContext, name: str, t: str, body: str, extra_param
     value) from `o` (the old value) and returns whether to write it."""
     ctx.state.uses_locks = True
     fn = f"tmps_atomic64_{name}_{t}"
+    ctx.e.helper(DEVICE_FENCE_KEY, DEVICE_FENCE_HELPER)  # MSL 3.2 only: guarded (issue 18)
     ctx.e.helper("tmps_lock_slot", f"""inline uint tmps_lock_slot(ulong addr) {{
   // Fibonacci hash of the 8-byte word address -> one of {LOCK_WORDS} locks
   return (uint)(((addr >> 3) * 0x9E3779B97F4A7C15ul) >> {64 - (LOCK_WORDS.bit_length() - 1)});
@@ -250,7 +251,7 @@ def _lock_helper(ctx: LoweringContext, name: str, t: str, body: str, extra_param
   while (!done) {{  // lock-winner loop: no lane waits inside a branch for another lane
     uint free_ = 0u;
     if (atomic_compare_exchange_weak_explicit(lock, &free_, 1u, memory_order_relaxed, memory_order_relaxed)) {{
-      atomic_thread_fence(mem_flags::mem_device, memory_order_seq_cst, thread_scope_device);
+      TMPS_DEVICE_FENCE();
       ulong lo = atomic_load_explicit(w, memory_order_relaxed);
       ulong hi = atomic_load_explicit(w + 1, memory_order_relaxed);
       o = ({t})((hi << 32) | lo);
@@ -260,7 +261,7 @@ def _lock_helper(ctx: LoweringContext, name: str, t: str, body: str, extra_param
         atomic_store_explicit(w, (uint)(ulong)nb, memory_order_relaxed);
         atomic_store_explicit(w + 1, (uint)((ulong)nb >> 32), memory_order_relaxed);
       }}
-      atomic_thread_fence(mem_flags::mem_device, memory_order_seq_cst, thread_scope_device);
+      TMPS_DEVICE_FENCE();
       atomic_store_explicit(lock, 0u, memory_order_relaxed);
       done = true;
     }}
@@ -443,10 +444,11 @@ def _cas_call(ctx: LoweringContext, op: Op, ety: ScalarType, ptr: str, cmp: str,
 
 
 DEVICE_FENCE_KEY = "TMPS_DEVICE_FENCE"
-# Device-scope ordering for acquire/release atomics (issue 11). MSL 3.2 (macOS 15) has
-# device-scope fences; the driver compiles with 3.2 where the OS has it. Below 3.2 there is no
-# device-scope fence: acquire/release between threadgroups is then not guaranteed (a documented
-# limit, see docs/mac-checklist.md).
+# Device-scope ordering for acquire/release atomics, 64-bit atomics and acquire atomic_poll
+# (issue 11). MSL 3.2 (macOS 15) has device-scope fences; the driver compiles with 3.2 where the
+# OS has it. Below 3.2 there is no device-scope fence and the call would not compile (issue 18):
+# every use goes through this guarded macro, and ordering between threadgroups is then not
+# guaranteed (docs/msl-versions.md).
 DEVICE_FENCE_HELPER = """#if __METAL_VERSION__ >= 320
 #define TMPS_DEVICE_FENCE() atomic_thread_fence(mem_flags::mem_device, memory_order_seq_cst, thread_scope_device)
 #else
@@ -605,4 +607,5 @@ def atomic_poll(ctx: LoweringContext, op: Op):
     ctx.define(res, lambda r: f"{fn}({ctx.expr(ptr, r)}, {ctx.expr(expected, r)}, {timed}, {budget})",
                hint=ctx.hint(res, "polled"))
     if acquire:
-        e.line("atomic_thread_fence(mem_flags::mem_device, memory_order_seq_cst, thread_scope_device);")
+        e.helper(DEVICE_FENCE_KEY, DEVICE_FENCE_HELPER)  # MSL 3.2 only: guarded (issue 18)
+        e.line("TMPS_DEVICE_FENCE();")

@@ -1,0 +1,69 @@
+"""MSL language versions in the simulator (issue 18 item 3): `__METAL_VERSION__` is the version a
+kernel is compiled for, and API that Metal introduced later is hidden below it, so a kernel that
+Metal would reject at that version fails here too (docs/msl-versions.md)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import triton_mps
+
+VERSION = "kernel void k(device uint* o [[buffer(0)]]) { o[0] = __METAL_VERSION__; }"
+
+
+@pytest.mark.parametrize("version, value", [("3.1", 310), ("3.2", 320)])
+def test_metal_version_is_the_version_compiled_for(sim, version, value):
+    k = triton_mps.compile_msl(VERSION, "k", sim, language_version=version)
+    out = np.zeros(1, np.uint32)
+    k(out, grid=1, threads=1)
+    sim.synchronize()
+    assert out[0] == value
+
+
+FENCE = """#include <metal_stdlib>
+using namespace metal;
+kernel void k(device atomic_uint* c [[buffer(0)]]) {
+  atomic_fetch_add_explicit(c, 1u, memory_order_relaxed);
+  %s
+}"""
+
+
+DEVICE_FENCE = "atomic_thread_fence(mem_flags::mem_device, memory_order_seq_cst, thread_scope_device);"
+
+
+@pytest.mark.parametrize("call, name", [
+    (DEVICE_FENCE, "atomic_thread_fence"),
+    ("atomic_fetch_add_explicit(c, 1u, memory_order_seq_cst);", "memory_order_seq_cst"),
+    ("atomic_fetch_add_explicit(c, 1u, memory_order_acquire);", "memory_order_acquire"),
+    ("(void)thread_scope_device;", "thread_scope_device"),
+])
+def test_msl_3_2_api_fails_at_3_1(sim, call, name):
+    with pytest.raises(triton_mps.CompileError, match=name):
+        triton_mps.compile_msl(FENCE % call, "k", sim, language_version="3.1")
+
+
+def test_device_fence_compiles_and_runs_at_3_2(sim):
+    k = triton_mps.compile_msl(FENCE % DEVICE_FENCE, "k", sim, language_version="3.2")
+    c = np.zeros(1, np.uint32)
+    k(c, grid=3, threads=2)
+    sim.synchronize()
+    assert c[0] == 6
+
+
+@pytest.mark.parametrize("version, message", [("3.0", "older than MSL 3.1"), ("3", "not of the form")])
+def test_unsupported_language_versions_are_refused(sim, version, message):
+    # Below 3.1 the shim would still declare 3.1 API (bfloat...): refused, not silently lax.
+    with pytest.raises(triton_mps.InvalidArgument, match=message):
+        triton_mps.compile_msl(VERSION, "k", sim, language_version=version)
+
+
+def test_unguarded_msl32_finds_3_2_api_outside_version_checks():
+    from tmps_testing import unguarded_msl32
+
+    guarded = ("#if __METAL_VERSION__ >= 320\n#pragma METAL fp contract(off)\n#define F() %s\n"
+               "#else\n#define F()\n#endif\n")
+    assert unguarded_msl32(guarded % DEVICE_FENCE) == []
+    assert unguarded_msl32(f"#if __METAL_VERSION__ >= 320\n#else\n{DEVICE_FENCE}\n#endif\n") == [DEVICE_FENCE]
+    assert unguarded_msl32(f"#ifdef X\n  {DEVICE_FENCE}\n#endif\n") == [f"  {DEVICE_FENCE}"]
+    assert unguarded_msl32("x = atomic_load_explicit(p, memory_order_acquire); // memory_order_relaxed") != []
+    assert unguarded_msl32("// atomic_thread_fence is 3.2 only\nx = 1;") == []
