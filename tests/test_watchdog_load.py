@@ -41,7 +41,10 @@ n = 1 << 16
 while (cpu := run(n)[0]) < 0.1:
     n *= 2
 n = int(n * 0.4 / cpu)  # about 0.4 s of CPU time
-busy = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(3)]  # same CPU
+# Three busy processes on the same CPU (inherited affinity); each ends itself after 60 s should
+# this process die before it kills them.
+SPIN = "import time\nend = time.monotonic() + 60\nwhile time.monotonic() < end: pass"
+busy = [subprocess.Popen([sys.executable, "-c", SPIN]) for _ in range(3)]
 try:
     time.sleep(0.2)
     os.environ["TRITON_MPS_TIMEOUT"] = "1"
