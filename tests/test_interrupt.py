@@ -85,7 +85,8 @@ def test_timeout_stops_a_runaway_kernel(tmp_path):
     _, kind, seconds, message = _result(out)
     assert kind == "DispatchError", out
     assert "kernel 'spin' ran longer than TRITON_MPS_TIMEOUT = 1 s" in message, out
-    assert 1.0 <= float(seconds) < 3.0, out
+    # 1 s of the spinning worker's CPU time: at least 1 s of wall time, more on a loaded machine.
+    assert 1.0 <= float(seconds) < 30.0, out
     assert "USABLE True" in out, out
 
 

@@ -174,26 +174,27 @@ NB_MODULE(_core, m) {
   static PyObject* e_dispatch = sub("DispatchError", nullptr);
   static PyObject* e_oom = sub("OutOfMemory", PyExc_MemoryError);
   static PyObject* e_unavail = sub("Unavailable", nullptr);
+  // Messages may carry a tool's raw bytes: set_error_text decodes them safely (py_context.h).
   nb::register_exception_translator([](const std::exception_ptr& p, void*) {
     try {
       std::rethrow_exception(p);
     } catch (const InvalidArgument& e) {
-      PyErr_SetString(e_invalid, e.what());
+      set_error_text(e_invalid, e.what());
     } catch (const CompileError& e) {
-      PyErr_SetString(e_compile, e.what());
+      set_error_text(e_compile, e.what());
     } catch (const LimitExceeded& e) {
-      PyErr_SetString(e_limit, e.what());
+      set_error_text(e_limit, e.what());
     } catch (const DispatchError& e) {
-      PyErr_SetString(e_dispatch, e.what());
+      set_error_text(e_dispatch, e.what());
     } catch (const Interrupted& e) {
       // Ctrl-C stopped a dispatch: run Python's SIGINT handler now (KeyboardInterrupt).
-      if (PyErr_CheckSignals() == 0) PyErr_SetString(PyExc_KeyboardInterrupt, e.what());
+      if (PyErr_CheckSignals() == 0) set_error_text(PyExc_KeyboardInterrupt, e.what());
     } catch (const OutOfMemory& e) {
-      PyErr_SetString(e_oom, e.what());
+      set_error_text(e_oom, e.what());
     } catch (const Unavailable& e) {
-      PyErr_SetString(e_unavail, e.what());
+      set_error_text(e_unavail, e.what());
     } catch (const Error& e) {
-      PyErr_SetString(err_base, e.what());
+      set_error_text(err_base, e.what());
     }
   });
 

@@ -1,6 +1,8 @@
 // Per-device contexts for the Python bindings.
 #include "py_context.h"
 
+#include <cstring>
+
 namespace tmps {
 
 namespace {
@@ -41,6 +43,13 @@ std::vector<std::shared_ptr<DeviceContext>>& contexts() {
     for (auto& d : enumerate_devices()) all.push_back(std::make_shared<DeviceContext>(d));
   });
   return all;
+}
+
+void set_error_text(PyObject* type, const char* what) {
+  PyObject* text = PyUnicode_DecodeUTF8(what, static_cast<Py_ssize_t>(std::strlen(what)), "replace");
+  if (!text) return;  // MemoryError is set
+  PyErr_SetObject(type, text);
+  Py_DECREF(text);
 }
 
 }  // namespace tmps

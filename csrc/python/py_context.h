@@ -115,4 +115,8 @@ void bind_triton_launcher(nb::module_& m);
 // One context per device, created on first use, in enumerate_devices() order.
 std::vector<std::shared_ptr<DeviceContext>>& contexts();
 
+// PyErr_SetString for a message that may carry a tool's raw output (linker or compiler bytes,
+// any encoding): invalid UTF-8 becomes U+FFFD instead of a UnicodeDecodeError.
+void set_error_text(PyObject* type, const char* what);
+
 }  // namespace tmps

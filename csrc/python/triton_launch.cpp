@@ -638,10 +638,10 @@ void set_python_error(const char* cls, const char* what) {
   PyObject* type = g_module ? PyObject_GetAttrString(g_module, cls) : nullptr;
   if (!type) {
     PyErr_Clear();
-    PyErr_SetString(PyExc_RuntimeError, what);
+    set_error_text(PyExc_RuntimeError, what);
     return;
   }
-  PyErr_SetString(type, what);
+  set_error_text(type, what);
   Py_DECREF(type);
 }
 
@@ -652,7 +652,7 @@ void raise_current() {
   } catch (nb::python_error& e) {
     e.restore();
   } catch (const nb::builtin_exception& e) {
-    PyErr_SetString(PyExc_RuntimeError, e.what());
+    set_error_text(PyExc_RuntimeError, e.what());
   } catch (const InvalidArgument& e) {
     set_python_error("InvalidArgument", e.what());
   } catch (const CompileError& e) {
@@ -662,7 +662,7 @@ void raise_current() {
   } catch (const DispatchError& e) {
     set_python_error("DispatchError", e.what());
   } catch (const Interrupted& e) {
-    if (PyErr_CheckSignals() == 0) PyErr_SetString(PyExc_KeyboardInterrupt, e.what());
+    if (PyErr_CheckSignals() == 0) set_error_text(PyExc_KeyboardInterrupt, e.what());
   } catch (const OutOfMemory& e) {
     set_python_error("OutOfMemory", e.what());
   } catch (const Unavailable& e) {
@@ -670,7 +670,7 @@ void raise_current() {
   } catch (const Error& e) {
     set_python_error("Error", e.what());
   } catch (const std::exception& e) {
-    PyErr_SetString(PyExc_RuntimeError, e.what());
+    set_error_text(PyExc_RuntimeError, e.what());
   }
 }
 

@@ -1,14 +1,18 @@
 // The simulator's on-disk cache of kernel libraries: see object_cache.h.
 #include "object_cache.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
 #include <cstdint>
 #include <cstdlib>
+#include <map>
+#include <mutex>
 #include <random>
 #include <sstream>
+#include <tuple>
 
 #include "core/errors.h"
 #include "core/sha256.h"
@@ -24,6 +28,21 @@ std::string meta_path(const std::string& so) { return so + ".meta"; }
 std::string meta_text(const std::string& so) {
   return std::string("tmps-sim-meta-v1\nsize ") + std::to_string(fs::file_size(so)) + "\nsha256 " +
          sha256_file_hex(so) + "\n";
+}
+
+// What identifies one version of a file on disk: size, modification time, inode.
+using Stamp = std::tuple<long long, long long, long long, unsigned long long>;
+
+bool stamp_of(const std::string& path, Stamp& out) {
+  struct stat st;
+  if (stat(path.c_str(), &st) != 0) return false;
+#if defined(__APPLE__)
+  const struct timespec& t = st.st_mtimespec;
+#else
+  const struct timespec& t = st.st_mtim;
+#endif
+  out = Stamp(st.st_size, t.tv_sec, t.tv_nsec, st.st_ino);
+  return true;
 }
 
 }  // namespace
@@ -70,6 +89,32 @@ void write_meta(const std::string& so, double build_ns) {
     fs::remove(tmp, ec);
     throw Error("simulator: cannot write cache entry " + meta_path(so) + ": " + ec.message());
   }
+}
+
+bool artifact_intact(const std::string& path) {
+  static std::mutex mu;
+  static std::map<std::string, Stamp> verified;  // path -> the version that matched its sidecar
+  Stamp before;
+  if (!stamp_of(path, before)) return false;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    auto it = verified.find(path);
+    if (it != verified.end() && it->second == before) return true;
+  }
+  std::string why;
+  if (verify_entry(path, why) != EntryState::Valid) return false;
+  Stamp after;
+  if (!stamp_of(path, after) || after != before) return false;  // replaced while hashed: check again next time
+  std::lock_guard<std::mutex> lock(mu);
+  verified[path] = after;
+  return true;
+}
+
+void publish_artifact(const std::string& built, const std::string& path) {
+  std::error_code ec;
+  fs::rename(built, path, ec);
+  if (ec) throw Error("simulator: cannot move " + built + " to " + path + ": " + ec.message());
+  write_meta(path, 0);
 }
 
 }  // namespace tmps::sim

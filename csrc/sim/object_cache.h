@@ -20,4 +20,14 @@ EntryState verify_entry(const std::string& so, std::string& why, double* build_n
 // never see half of it. Throws Error if it cannot be written.
 void write_meta(const std::string& so, double build_ns);
 
+// Files built once and shared by every kernel build (the support object, the shim's
+// precompiled header) carry the same sidecar: whether `path` exists and matches it. Damage of
+// any kind (truncated, emptied, overwritten) or a missing sidecar is false: the caller
+// rebuilds. A file verified before is not hashed again while its size, time and inode stay.
+bool artifact_intact(const std::string& path);
+
+// Move the freshly built `built` to `path` (atomically, replacing any damaged copy), then write
+// its sidecar. Throws Error if either step fails.
+void publish_artifact(const std::string& built, const std::string& path);
+
 }  // namespace tmps::sim

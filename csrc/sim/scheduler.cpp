@@ -27,6 +27,7 @@
 #include <thread>
 
 #include "core/errors.h"
+#include "cpu_clocks.h"
 #include "faults.h"
 #include "fiber.h"
 #include "signals.h"
@@ -108,6 +109,7 @@ struct DispatchState {
   std::atomic<uint64_t> next{0};
   std::atomic<bool> stop{false};
   std::atomic<bool> timed_out{false};  // set by the watchdog
+  WorkerClocks cpu;                    // the workers' CPU time: what the watchdog measures
   tmps_sim_memcheck mc{};              // memcheck's fast path: buffers and stop words
   uint32_t checks = 0;                 // TMPS_CHECK_*: $TRITON_MPS_RACECHECK, $TRITON_MPS_SIM_INTERLEAVE
   uint64_t seed = 0;                   // interleaving: the schedule's seed
@@ -155,7 +157,8 @@ std::string cancel_message(const DispatchState& d, ErrorKind& kind) {
     char secs[32];
     std::snprintf(secs, sizeof secs, "%g", d.timeout_s);
     return "kernel '" + kname(d.kernel) + "' ran longer than TRITON_MPS_TIMEOUT = " + secs +
-           " s and was stopped (a runaway loop? raise TRITON_MPS_TIMEOUT, or 0 for no limit)";
+           " s (of CPU time, in one worker thread) and was stopped (a runaway loop? raise TRITON_MPS_TIMEOUT, or 0 "
+           "for no limit)";
   }
   kind = ErrorKind::Interrupted;
   return "simulated dispatch of kernel '" + kname(d.kernel) + "' interrupted (Ctrl-C)";
@@ -885,6 +888,7 @@ void worker_main(Worker& w, DispatchState& d) {
   tls_worker = &w;
   ThreadFaultTrap trap(w.trap);
   w.stack_top = reinterpret_cast<uintptr_t>(__builtin_frame_address(0));
+  const size_t clock = d.cpu.enter();
   try {
     prepare_worker(w, d);
     SignalStack alt(w.altstack);
@@ -892,12 +896,13 @@ void worker_main(Worker& w, DispatchState& d) {
   } catch (const std::exception& e) {
     d.report(w.group, ErrorKind::Dispatch, std::string("simulator: ") + e.what());
   }
+  d.cpu.leave(clock);
   w.d = nullptr;
   w.cur_thread = nullptr;
   tls_worker = prev;
 }
 
-// $TRITON_MPS_TIMEOUT: seconds a dispatch may run (default 300; 0: no limit).
+// $TRITON_MPS_TIMEOUT: CPU seconds one worker of a dispatch may use (default 300; 0: no limit).
 double dispatch_timeout_s() {
   const char* v = std::getenv("TRITON_MPS_TIMEOUT");
   if (!v || !*v) return 300.0;
@@ -946,8 +951,12 @@ unsigned default_workers() {
 
 }  // namespace
 
-// One thread per scheduler that sets a dispatch's `timed_out` flag at its deadline. Arming
-// and disarming cost a lock and a notify, not a thread per dispatch.
+// One thread per scheduler that sets a dispatch's `timed_out` flag once one of its workers used
+// the timeout's seconds of CPU time. CPU time, not wall time: on a loaded machine a healthy
+// dispatch gets fewer cycles per second and must not be stopped for it; a runaway loop keeps
+// its worker busy and still is. Between checks it sleeps for the CPU time left (a thread's CPU
+// clock never runs faster than the wall clock). Arming and disarming cost a lock and a notify,
+// not a thread per dispatch.
 class Watchdog {
  public:
   ~Watchdog() {
@@ -958,18 +967,19 @@ class Watchdog {
     cv_.notify_all();
     if (thread_.joinable()) thread_.join();
   }
-  void arm(std::atomic<bool>* flag, volatile tmps_u32* stop_word, double seconds) {
+  void arm(std::atomic<bool>* flag, volatile tmps_u32* stop_word, WorkerClocks* clocks, double seconds) {
     std::lock_guard<std::mutex> lock(mu_);
     if (!thread_.joinable()) thread_ = std::thread([this] { loop(); });
     flag_ = flag;
     stop_word_ = stop_word;
-    deadline_ = std::chrono::steady_clock::now() +
-                std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(seconds));
+    clocks_ = clocks;
+    seconds_ = seconds;
     cv_.notify_all();
   }
   void disarm() {
     std::lock_guard<std::mutex> lock(mu_);
     flag_ = nullptr;
+    clocks_ = nullptr;
     cv_.notify_all();
   }
 
@@ -979,12 +989,17 @@ class Watchdog {
     while (!quit_) {
       if (!flag_) {
         cv_.wait(lock);
-      } else if (cv_.wait_until(lock, deadline_) == std::cv_status::timeout && flag_ &&
-                 std::chrono::steady_clock::now() >= deadline_) {
+        continue;
+      }
+      const double left = seconds_ - clocks_->max_seconds();
+      if (left <= 0) {
         flag_->store(true);
         *stop_word_ = 1;
         flag_ = nullptr;
+        clocks_ = nullptr;
+        continue;
       }
+      cv_.wait_for(lock, std::chrono::duration<double>(std::clamp(left, 0.01, 3600.0)));
     }
   }
 
@@ -993,7 +1008,8 @@ class Watchdog {
   std::thread thread_;
   std::atomic<bool>* flag_ = nullptr;
   volatile tmps_u32* stop_word_ = nullptr;
-  std::chrono::steady_clock::time_point deadline_;
+  WorkerClocks* clocks_ = nullptr;
+  double seconds_ = 0;
   bool quit_ = false;
 };
 
@@ -1135,7 +1151,7 @@ DispatchCounters Scheduler::run(const LaunchSpec& spec) {
   DispatchSignals signals(on_fault);
   if (timeout > 0) {
     if (!watchdog_) watchdog_ = std::make_unique<Watchdog>();
-    watchdog_->arm(&d.timed_out, &d.mc.stop, timeout);
+    watchdog_->arm(&d.timed_out, &d.mc.stop, &d.cpu, timeout);
   }
   std::vector<std::thread> threads;
   try {

@@ -95,7 +95,8 @@ class Scheduler {
   // Run the whole dispatch; returns when every threadgroup finished.
   // Throws LimitExceeded (threadgroup size / memory), DispatchError (fail(), divergent
   // barrier, deadlock, invalid memory access, stack overflow, longer than
-  // $TRITON_MPS_TIMEOUT seconds (default 300, 0: no limit)), Interrupted (Ctrl-C). A running
+  // $TRITON_MPS_TIMEOUT seconds of CPU time in one worker (default 300, 0: no limit)),
+  // Interrupted (Ctrl-C). A running
   // kernel notices a stop request at its next barrier, SIMD-group function or (memcheck
   // builds) memory access, and otherwise at its threadgroup's end. Reusable after an error.
   // Calls on one Scheduler are serialised.

@@ -28,6 +28,7 @@
 #include "core/pipeline_cache.h"
 #include "core/sha256.h"
 #include "host_imports.h"
+#include "object_cache.h"
 
 namespace tmps::sim {
 namespace {
@@ -120,6 +121,24 @@ void remove_stale_temps(const std::string& dir, const std::string& marker) {
     std::filesystem::remove_all(dir + "/" + name, ignored);
   }
   closedir(d);
+}
+
+// $TMPDIR (or /tmp): where the strict check writes its source, and the compiler and linker
+// their temporary files. Checked up front: a TMPDIR naming a missing or read-only folder
+// otherwise fails every compile with the tools' own words, which do not name TMPDIR.
+std::string temp_dir() {
+  const std::string set = env("TMPDIR");
+  const std::string dir = set.empty() ? "/tmp" : set;
+  struct stat st;
+  std::string why;
+  if (stat(dir.c_str(), &st) != 0) why = std::strerror(errno);
+  else if (!S_ISDIR(st.st_mode)) why = "not a directory";
+  else if (access(dir.c_str(), W_OK | X_OK) != 0) why = std::strerror(errno);
+  if (!why.empty())
+    throw InvalidArgument("simulator: " + (set.empty() ? std::string("/tmp") : "TMPDIR='" + set + "'") +
+                          " is not a writable directory (" + why + "); the kernel compiler writes its temporary "
+                          "files there: create it, or set TMPDIR to a writable directory");
+  return dir;
 }
 
 // zig writes a cache even for trivial compiles; keep it under our cache dir so a read-only
@@ -335,14 +354,15 @@ void compile_in(const std::string& work, const std::vector<std::string>& argv, c
 }
 
 // Path of the support object for `options`, built on first use (atomically: a private
-// directory, then rename, so concurrent processes at worst both build it).
+// directory, then rename, so concurrent processes at worst both build it). Its sidecar
+// (object_cache.h) is checked before every use: a damaged object is rebuilt, never linked.
 std::string support_object(const Toolchain& tc, const CompileOptions& options, const std::string& dir) {
   std::vector<std::string> flags;
   support_flags(flags, options);
   std::string key = tc.version + '\n' + shim_hash() + '\n' + kSupportSource;
   for (const std::string& f : flags) key += f + '\n';
   const std::string path = dir + "/support-" + sha256_hex(key) + ".o";
-  if (file_exists(path)) return path;
+  if (artifact_intact(path)) return path;
   const std::string work = path + ".tmp-" + unique_suffix() + ".d";
   TempFiles temps;
   make_dirs(work);
@@ -352,9 +372,11 @@ std::string support_object(const Toolchain& tc, const CompileOptions& options, c
   argv.insert(argv.end(), flags.begin(), flags.end());
   for (const char* f : {"support.cpp", "-o", "support.o"}) argv.push_back(f);
   compile_in(work, argv, tc, "the simulator's support object", "support.o");
-  const std::string built = work + "/support.o";
-  if (std::rename(built.c_str(), path.c_str()) != 0 && !file_exists(path))
-    throw CompileError("simulator: cannot move the support object to " + path + ": " + std::strerror(errno));
+  try {
+    publish_artifact(work + "/support.o", path);
+  } catch (const Error& e) {
+    throw CompileError(std::string("simulator: cannot store the support object: ") + e.what());
+  }
   return path;
 }
 
@@ -370,7 +392,7 @@ std::string shim_pch(const Toolchain& tc, std::vector<std::string> flags, const 
   std::string key = tc.version + '\n' + shim_dir() + '\n' + shim_hash() + '\n';
   for (const std::string& f : flags) key += f + '\n';
   const std::string path = dir + "/shim-" + sha256_hex(key) + ".pch";
-  if (file_exists(path)) return path;
+  if (artifact_intact(path)) return path;  // checked like the support object: damage means a rebuild
   const std::string work = path + ".tmp-" + unique_suffix() + ".d";
   TempFiles temps;
   make_dirs(work);
@@ -381,9 +403,11 @@ std::string shim_pch(const Toolchain& tc, std::vector<std::string> flags, const 
                                std::string("-o"), std::string("shim.pch")})
     argv.push_back(a);
   compile_in(work, argv, tc, "the shim's precompiled header", "shim.pch");
-  const std::string built = work + "/shim.pch";
-  if (std::rename(built.c_str(), path.c_str()) != 0 && !file_exists(path))
-    throw CompileError("simulator: cannot move the precompiled header to " + path + ": " + std::strerror(errno));
+  try {
+    publish_artifact(work + "/shim.pch", path);
+  } catch (const Error& e) {
+    throw CompileError(std::string("simulator: cannot store the precompiled header: ") + e.what());
+  }
   return path;
 }
 
@@ -518,6 +542,7 @@ std::string build_fingerprint(const CompileOptions& options, OptLevel level) {
 void compile_shared_object(const std::string& cpp, const std::string& out_path, const CompileOptions& options,
                            OptLevel level) {
   const Toolchain& tc = find_toolchain();
+  temp_dir();  // the compiler and linker write temporary files there
   std::string dir = dir_of(out_path);
   make_dirs(dir);
   remove_stale_temps(dir, ".tmp-");
@@ -573,8 +598,7 @@ void compile_shared_object(const std::string& cpp, const std::string& out_path, 
 void strict_check(const std::string& cpp, const CompileOptions& options) {
   const Toolchain& tc = find_toolchain();
   TempFiles temps;
-  std::string tmpdir = env("TMPDIR");
-  if (tmpdir.empty()) tmpdir = "/tmp";
+  const std::string tmpdir = temp_dir();
   remove_stale_temps(tmpdir, "tmps-strict-");
   std::string src = tmpdir + "/tmps-strict-" + unique_suffix() + ".cpp";
   temps.add(src);

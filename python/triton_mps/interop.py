@@ -1,11 +1,13 @@
 """Arrays other than torch tensors as Triton kernel pointer arguments.
 
-`kernel[grid](x, ...)` accepts, for a pointer argument, besides torch tensors and triton_mps
-buffers: numpy arrays, MLX arrays, and any object exporting the buffer protocol or
-`__dlpack__` (CPU memory). They are bound in place, never copied (zero-copy: writes are
+`kernel[grid](x, ...)` accepts, for a pointer argument, besides torch tensors and
+`triton_mps.empty(...)` arrays: numpy arrays, MLX arrays, and any object exporting the buffer
+protocol or `__dlpack__` (CPU memory). They are bound in place, never copied (zero-copy: writes are
 visible to the caller after the launch; a strided view is bound from its first element, so
 the strides the kernel is given address the caller's memory). Memory must be CPU-addressable:
-host memory on the simulator, unified memory on a Mac.
+host memory on the simulator, unified memory on a Mac. A bare `triton_mps.Buffer` has no
+element type, which Triton's pointer types need: it is refused (InvalidArgument naming the
+argument); a typed view of it (`buf.bytes_view().view(np.float32)`) is bound in place.
 
 Two places need them:
 - Triton's JIT specialization (`failed to specialize argument of type: ndarray`): Triton's
@@ -106,6 +108,20 @@ class SpecView:
         return self._address
 
 
+def reject_untyped_buffers(names: list[str], args: tuple, kwargs: dict) -> None:
+    """A triton_mps.Buffer is bytes without an element type, which a Triton pointer argument
+    needs (*fp32, *i64, ...): raise InvalidArgument naming the argument, rather than Triton's
+    "failed to specialize" (guessing a type would run the kernel on wrongly typed memory)."""
+    from . import _core
+
+    for name, value in [*zip(names, args, strict=False), *kwargs.items()]:
+        if isinstance(value, _core.Buffer):
+            raise _core.InvalidArgument(
+                f"argument '{name}' is a triton_mps.Buffer, which has no element type: pass a typed array over "
+                f"its memory (e.g. buf.bytes_view().view(numpy.float32), no copy) or allocate with "
+                f"triton_mps.empty(shape, dtype)")
+
+
 def tolerant_specialize(native: Callable) -> Callable:
     def specialize(backend, arg, is_const, specialize_value, align):
         if is_foreign_array(arg):
@@ -148,6 +164,7 @@ def install_jit_hooks() -> None:
             except TypeError as exc:
                 if "failed to specialize" not in str(exc):
                     raise
+                reject_untyped_buffers(list(sig.parameters), args, kwargs)
                 bound, specialization, options = slow(*args, **kwargs)
             overrides = kernel_config_overrides()
             if overrides:

@@ -134,8 +134,8 @@ def compile_debug(fn, signature, constexprs, num_warps=4):
 def run_debug(cm, kernel, *args, grid, num_warps=4):
     """Launch with a fresh record buffer; returns (stdout text, the DeviceAssertionError or None)."""
     words = np.zeros(dbg.buffer_words(), dtype=np.uint32)
-    words[2:] = 0xDEADBEEF  # poisoned: only records the kernel wrote may be read
-    words[1] = dbg.CAPACITY  # the launch's capacity (the launcher sizes it: capacity_for)
+    words[:] = 0xDEADBEEF  # poisoned: only records the kernel wrote may be read
+    dbg.init_header(words)  # the counters and capacities (the launcher sizes it: capacity_for)
     kernel(*args, words, grid=grid, threads=32 * num_warps)
     kernel.device.synchronize()
     out = io.StringIO()

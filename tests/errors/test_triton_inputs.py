@@ -194,6 +194,19 @@ def test_extra_argument(mps_driver, bad):
     _copy_ok()
 
 
+@bad_input("untyped buffer", given="a triton_mps.Buffer (bytes without a dtype) for a pointer argument",
+           raises="triton_mps.InvalidArgument", says="argument 'y' is a triton_mps.Buffer, which has no element type")
+def test_untyped_buffer(mps_driver, bad):
+    import triton_mps
+
+    x, _ = _inputs()
+    buf = triton_mps.get_device("sim").buffer(400)
+    with bad.expect():
+        shifted_copy[(2,)](x, buf, 100, 0, BLOCK=64)
+    del buf
+    _copy_ok()
+
+
 # ---- launch configuration ------------------------------------------------------------------------
 
 @bad_input("non-power-of-two block (Triton)", given="tl.arange(0, 100)",

@@ -46,6 +46,19 @@ def test_numpy_arrays_are_bound_in_place(rng):
     np.testing.assert_allclose(out, y - x, rtol=1e-6, atol=1e-6)
 
 
+def test_a_buffer_is_refused_by_name_and_its_typed_view_is_bound(rng):
+    """A triton_mps.Buffer has no element type (Triton's pointer types need one): InvalidArgument
+    naming the argument, not Triton's "failed to specialize"; a typed view of it works in place."""
+    n = 256
+    x, y = rng.standard_normal(n).astype(np.float32), rng.standard_normal(n).astype(np.float32)
+    buf = triton_mps.get_device().buffer(n * 4)
+    with pytest.raises(triton_mps.InvalidArgument, match="argument 'out_ptr' is a triton_mps.Buffer"):
+        axpy(x, y, buf, 2.0, n)
+    out = buf.bytes_view().view(np.float32)
+    axpy(x, y, out, 2.0, n)
+    np.testing.assert_allclose(out, 2.0 * x.astype(np.float64) + y, rtol=1e-6, atol=1e-6)
+
+
 def test_strided_views_are_respected(rng):
     base = rng.standard_normal((13, 40)).astype(np.float32)
     src = base[::2, 3:30]  # a view: row stride 80 elements, offset 3

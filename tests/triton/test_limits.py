@@ -235,6 +235,27 @@ def test_device_print(mps_driver, capsys):
     assert out == want
 
 
+@triton.jit
+def chatty_check(x_ptr, rounds, BLOCK: tl.constexpr):
+    x = tl.load(x_ptr + tl.program_id(0) * BLOCK + tl.arange(0, BLOCK))
+    for _ in range(rounds):  # more print records than the launch's capacity (8,192)
+        tl.device_print("x", x)
+    tl.device_assert(x > 0, "x must be positive")
+
+
+def test_prints_never_drop_a_failed_assert(mps_driver, capfd):
+    """Asserts have their own region of the record buffer: prints that overflow theirs cannot
+    push a failed assert out, and the failing-element count stays exact (compiler/ops/debug.py)."""
+    x = torch.ones(256, device=device(mps_driver))
+    x[[3, 130, 200]] = -1.0
+    with pytest.raises(AssertionError) as e:
+        chatty_check[(2,)](x, 40, BLOCK=128, debug=True)  # 40 x 256 = 10,240 print records
+    assert e.value.failures == 3 and "3 failing elements" in str(e.value)
+    assert "x must be positive" in str(e.value) and "program (0, 0, 0), element (3)" in str(e.value)
+    out, err = capfd.readouterr()
+    assert len(out.splitlines()) == 8192 and "2048 device print records dropped" in err
+
+
 # ---- precise math ---------------------------------------------------------------------------------
 
 @triton.jit

@@ -8,6 +8,7 @@ import sys
 
 import pytest
 import triton
+import triton.language as tl
 import triton_mps
 from triton.backends import backends
 from triton.backends.compiler import GPUTarget
@@ -188,6 +189,27 @@ def test_device_properties(mps_driver):
         import os
 
         assert props["multiprocessor_count"] == os.cpu_count()
+
+
+@triton.jit
+def _fill(x_ptr, BLOCK: tl.constexpr):
+    tl.store(x_ptr + tl.arange(0, BLOCK), 1.0)
+
+
+@pytest.mark.parametrize("num_warps", [1, 4])
+def test_occupancy_arithmetic_of_launch_scripts(mps_driver, num_warps):
+    """Triton launch scripts size persistent grids with NUM_REGS // (n_regs * WARP_SIZE *
+    num_warps): n_regs is a documented estimate from the pipeline's thread limit, never 0."""
+    import torch
+
+    props = mps_driver.utils.get_device_properties(mps_driver.get_current_device())
+    x = torch.zeros(128, device=mps_driver.get_active_torch_device())
+    k = _fill[(1,)](x, BLOCK=128, num_warps=num_warps)
+    k._init_handles()
+    assert k.n_regs > 0 and k.n_spills == 0
+    occupancy = props["max_num_regs"] // (k.n_regs * props["warpSize"] * num_warps)
+    # The threadgroups of num_warps SIMD-groups that fit the pipeline's thread limit.
+    assert occupancy == k.n_max_threads // (props["warpSize"] * num_warps) >= 1
 
 
 def test_driver_basics(mps_driver):

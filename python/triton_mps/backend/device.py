@@ -84,6 +84,13 @@ def _torch_mps_synchronize() -> None:
 
 @functools.cache  # per device index, for the life of the process (devices do not change)
 def _device_properties(device: int) -> dict:
+    """What Triton launch scripts read of a device, with CUDA's key names:
+    max_shared_mem: threadgroup memory per threadgroup, bytes (Metal's maxThreadgroupMemoryLength);
+    multiprocessor_count: GPU cores on Metal (from the chip's name); the simulator: CPU cores,
+        the threadgroups it runs at once;
+    max_num_regs: MAX_NUM_REGS, nominal 32-bit registers per core for one threadgroup (see
+        registers_per_thread: with n_regs it gives the threadgroups that fit);
+    warpSize: the SIMD-group width (32); max_threads_per_block: threads per threadgroup."""
     dev = _device(device)
     info = dev.info
     if info["is_simulator"]:
@@ -99,7 +106,7 @@ def _device_properties(device: int) -> dict:
     return {
         "max_shared_mem": int(info["max_threadgroup_memory"] or 32768),
         "multiprocessor_count": int(cores),
-        "max_num_regs": 65536,
+        "max_num_regs": MAX_NUM_REGS,
         "warpSize": int(info["simd_width"] or 32),
         "max_threads_per_block": int(info["max_threads_per_threadgroup"]),
         "sm_clock_rate": clock_khz,
@@ -109,6 +116,24 @@ def _device_properties(device: int) -> dict:
         "gpu_family": info["gpu_family"],
         "is_simulator": bool(info["is_simulator"]),
     }
+
+
+# Registers: Metal reports none per kernel. What it does report is the pipeline's
+# maxTotalThreadsPerThreadgroup, which it lowers when a kernel needs more registers per thread
+# (the register file is shared by a threadgroup's threads). So a kernel's n_regs is the share of
+# the register file each of its maximal threadgroup's threads gets: MAX_NUM_REGS // max threads
+# (64 at 1024 threads), an estimate from what Metal exposes, never 0; spills are 0 (unknown).
+# With it, the occupancy arithmetic of Triton launch scripts,
+#     max_num_regs // (n_regs * warpSize * num_warps),
+# gives the threadgroups of num_warps SIMD-groups that fit the pipeline's limit (>= 1 for
+# launchable sizes). MAX_NUM_REGS is nominal: 32-bit registers per GPU core for one threadgroup
+# (Apple does not document the register file; the simulator has the same figure).
+MAX_NUM_REGS = 65536
+
+
+def registers_per_thread(max_threads: int) -> int:
+    """The documented n_regs estimate for a pipeline allowing `max_threads` per threadgroup."""
+    return max(1, MAX_NUM_REGS // max(1, max_threads))
 
 
 # ---- utils -------------------------------------------------------------------------------------
@@ -133,8 +158,8 @@ class MPSUtils:
         pipeline = dev.compile(source, name, math_mode="safe", strict=True, label=name,
                                max_threads=threads_from_msl(source), language_version=version)
         function = _core().TritonFunction(dev, pipeline)
-        # Registers and spills are not reported by Metal; 0 keeps tutorials' arithmetic harmless.
-        return function, function, 0, 0, pipeline.max_total_threads_per_threadgroup
+        max_threads = int(pipeline.max_total_threads_per_threadgroup)
+        return function, function, registers_per_thread(max_threads), 0, max_threads
 
     def unload_module(self, module) -> None:
         pass  # pipelines stay in the device's pipeline cache; nothing to free per kernel

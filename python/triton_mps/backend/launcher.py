@@ -258,11 +258,10 @@ class DebugLauncher:
         from ..compiler.ops import debug as debug_ops
 
         capacity = debug_ops.capacity_for(self.debug, gx * gy * gz, int(self.native.threads))
-        words = debug_ops.HEADER_WORDS + capacity * debug_ops.RECORD_WORDS
+        words = debug_ops.buffer_words(capacity)
         buf = function.device.buffer(words * 4)
         view = buf.bytes_view()[: words * 4].view("uint32")
-        view[0] = 0  # the record count; records past it are never read
-        view[1] = capacity
+        debug_ops.init_header(view, capacity)  # the counters; records past them are never read
         self.native(gx, gy, gz, stream, function, *rest, buf)
         if gx and gy and gz:
-            debug_ops.report(view, {**self.debug, "capacity": capacity}, self.kernel)
+            debug_ops.report(view, self.debug, self.kernel)

@@ -8,9 +8,13 @@ asserts raise DeviceAssertionError naming the kernel, the Python line and the me
 noinline callees receive the buffer as a parameter (ops/control_flow.py), so asserts and prints
 work there too; a callee's sites are registered once, however often it is called.
 
-Buffer format (32-bit words): word 0 counts records reserved (atomically; records past the
-capacity are counted but dropped), word 1 is the capacity (set per launch: capacity_for),
-words 2..7 are reserved, then fixed records of 8 words:
+Buffer format (32-bit words): two regions of fixed records, each with its own counter, so
+prints can never push an assert out (the count of failing elements is exact however much is
+printed). Word 0 counts print records reserved (atomically; records past the capacity are
+counted but dropped), word 1 is the print capacity (set per launch: capacity_for); word 2
+counts assert records (= failing elements), word 3 is the assert capacity (ASSERT_CAPACITY;
+only the first failures are kept, the count stays exact); words 4..7 are reserved. Then the
+print records, then (from record word1) the assert records, 8 words each:
     site, pid.x, pid.y, pid.z, operand, element index (row-major; NO_INDEX for scalars),
     value bits low, value bits high
 Sites (what each tt.assert / tt.print is: message, file, line, operand types and shapes) live
@@ -30,7 +34,8 @@ from ..ir import Module, Op
 from ..lowering import LoweringContext, lowers
 from ..types import PointerType, TensorType, elem_of
 
-CAPACITY = 8192  # records per launch at least; more when the sites' elements need more
+CAPACITY = 8192  # print records per launch at least; more when the sites' elements need more
+ASSERT_CAPACITY = 1024  # failed-assert records kept per launch (the first names the failure)
 MAX_CAPACITY = 1 << 21  # 64 MiB of records
 HEADER_WORDS = 8
 RECORD_WORDS = 8
@@ -49,18 +54,28 @@ class DeviceAssertionError(AssertionError):
         super().__init__(message)
 
 
-def buffer_words() -> int:
-    return HEADER_WORDS + CAPACITY * RECORD_WORDS
+def buffer_words(capacity: int = CAPACITY) -> int:
+    """Words of a record buffer with `capacity` print records (and the assert region)."""
+    return HEADER_WORDS + (capacity + ASSERT_CAPACITY) * RECORD_WORDS
+
+
+def init_header(words: np.ndarray, capacity: int = CAPACITY) -> None:
+    """Zero the counters and set both capacities (the launcher, before each launch)."""
+    words[:HEADER_WORDS] = 0
+    words[1] = capacity
+    words[3] = ASSERT_CAPACITY
 
 
 def capacity_for(debug: dict, programs: int, threads: int) -> int:
-    """Records one launch can produce when each print or assert runs once per program: every
+    """Print records one launch can produce when each print runs once per program: every
     element of each tensor operand, every thread for a scalar (prints in loops may need more;
-    records past the capacity are counted and reported as dropped)."""
+    records past the capacity are counted and reported as dropped). Asserts have their own
+    region (ASSERT_CAPACITY)."""
     per_program = 0
     for site in debug["sites"]:
-        shapes = [op["shape"] for op in site.get("operands", [])] if site["kind"] == "print" else [site["shape"]]
-        for shape in shapes or [[]]:
+        if site["kind"] != "print":
+            continue
+        for shape in [op["shape"] for op in site.get("operands", [])] or [[]]:
             per_program += int(np.prod(shape)) if shape else threads
     return int(min(max(CAPACITY, per_program * programs), MAX_CAPACITY))
 
@@ -77,13 +92,20 @@ def metadata(state, binding: int) -> dict:
 
 # ---- lowering ----------------------------------------------------------------------------------
 
+PRINTS, ASSERTS = 0, 2  # header word of each region's counter (its capacity follows it)
+
+
 def _put_helper(ctx: LoweringContext) -> str:
     fn = "tmps_dbg_put"
-    ctx.e.helper(fn, f"""inline void {fn}(device uint* d, uint site, uint3 pid, uint operand, uint idx, ulong bits) {{
-  // Reserve a record slot; past the capacity the count still grows (the host reports drops).
-  uint slot = atomic_fetch_add_explicit((device atomic_uint*)d, 1u, memory_order_relaxed);
-  if (slot >= d[1]) return;  // the launch's capacity (word 1, set by the launcher)
-  device uint* r = d + {HEADER_WORDS}u + slot * {RECORD_WORDS}u;
+    ctx.e.helper(fn, f"""inline void {fn}(device uint* d, uint region, uint site, uint3 pid, uint operand, uint idx,
+                        ulong bits) {{
+  // Reserve a slot in the region (word `region` counts, word `region + 1` is its capacity, both
+  // set by the launcher); past the capacity the count still grows: the host reports drops, and
+  // the assert count stays exact. Assert records follow the print records.
+  uint slot = atomic_fetch_add_explicit((device atomic_uint*)(d + region), 1u, memory_order_relaxed);
+  if (slot >= d[region + 1u]) return;
+  uint first = region == {PRINTS}u ? 0u : d[{PRINTS + 1}];
+  device uint* r = d + {HEADER_WORDS}u + (first + slot) * {RECORD_WORDS}u;
   r[0] = site; r[1] = pid.x; r[2] = pid.y; r[3] = pid.z;
   r[4] = operand; r[5] = idx; r[6] = (uint)bits; r[7] = (uint)(bits >> 32);
 }}
@@ -137,7 +159,8 @@ def _emit_records(ctx: LoweringContext, site: int, operand: int, v, cond=None, e
         for r in regs:
             idx = ctx.linear_index(lay, r) if lay is not None else f"{NO_INDEX}u"
             bits = "0ul" if kind is None else _bits_expr(kind, ctx.expr(v, r))
-            stmt = f"{put}(tmps_dbg, {site}u, tmps_pid, {operand}u, {idx}, {bits});"
+            region = PRINTS if cond is None else ASSERTS
+            stmt = f"{put}(tmps_dbg, {region}u, {site}u, tmps_pid, {operand}u, {idx}, {bits});"
             e.line(f"if ({cond(r)}) {stmt}" if cond is not None else stmt)
 
     with e.guarded(owner):
@@ -173,7 +196,7 @@ def device_print(ctx: LoweringContext, op: Op):
     # As on Triton's GPU backends, a scalar (or no operand) prints once per thread of the program.
     if not op.operands:
         put = _put_helper(ctx)
-        ctx.e.line(f"{put}(tmps_dbg, {site}u, tmps_pid, {NO_INDEX}u, {NO_INDEX}u, 0ul);")
+        ctx.e.line(f"{put}(tmps_dbg, {PRINTS}u, {site}u, tmps_pid, {NO_INDEX}u, {NO_INDEX}u, 0ul);")
         return
     for i, v in enumerate(op.operands):
         _emit_records(ctx, site, i, v, every_thread=True)
@@ -226,33 +249,38 @@ def _unravel(index: int, shape: list[int]) -> tuple[int, ...]:
     return tuple(int(i) for i in np.unravel_index(index, shape))
 
 
-def decode(words: np.ndarray, debug: dict) -> tuple[list[tuple], int]:
-    """Records of a debug buffer, sorted by (program, site, operand, element) and otherwise in
-    slot order; returns (records, dropped). A record: (site, pid, operand, index, lo, hi)."""
+def _records(words: np.ndarray, first: int, kept: int) -> list[tuple]:
+    recs = words[HEADER_WORDS + first * RECORD_WORDS:HEADER_WORDS + (first + kept) * RECORD_WORDS]
+    return [(int(r[0]), (int(r[1]), int(r[2]), int(r[3])), int(r[4]), int(r[5]), int(r[6]), int(r[7]))
+            for r in recs.reshape(kept, RECORD_WORDS)]
+
+
+def decode(words: np.ndarray) -> tuple[list[tuple], int, list[tuple], int]:
+    """The records of a debug buffer: (prints, prints dropped, asserts kept, failing elements).
+    Each list is sorted by (program, site, operand, element). A record: (site, pid, operand,
+    index, lo, hi)."""
     words = np.asarray(words).view(np.uint32)
-    count = int(words[0])
-    kept = min(count, int(debug.get("capacity", CAPACITY)))
-    recs = words[HEADER_WORDS:HEADER_WORDS + kept * RECORD_WORDS].reshape(kept, RECORD_WORDS)
-    out = [(int(r[0]), (int(r[1]), int(r[2]), int(r[3])), int(r[4]), int(r[5]), int(r[6]), int(r[7]))
-           for r in recs]
-    out.sort(key=lambda t: (t[1][2], t[1][1], t[1][0], t[0], t[2], t[3]))
-    return out, count - kept
+    order = lambda t: (t[1][2], t[1][1], t[1][0], t[0], t[2], t[3])  # noqa: E731
+    capacity = int(words[PRINTS + 1])
+    printed = int(words[PRINTS])
+    failures = int(words[ASSERTS])
+    kept = min(printed, capacity)
+    prints = sorted(_records(words, 0, kept), key=order)
+    asserts = sorted(_records(words, capacity, min(failures, int(words[ASSERTS + 1]))), key=order)
+    return prints, printed - kept, asserts, failures
 
 
 def report(words: np.ndarray, debug: dict, kernel: str, out=None) -> None:
     """Print the kernel's device prints; raise DeviceAssertionError if an assert failed."""
     out = out or sys.stdout
     sites = debug["sites"]
-    records, dropped = decode(words, debug)
-    failed = []
-    for site_id, pid, operand, index, lo, hi in records:
-        if site_id >= len(sites):
-            raise RuntimeError(f"kernel '{kernel}': corrupt debug buffer (site {site_id} of {len(sites)})")
+    prints, dropped, asserts, failures = decode(words)
+    for record in prints + asserts:
+        if record[0] >= len(sites):
+            raise RuntimeError(f"kernel '{kernel}': corrupt debug buffer (site {record[0]} of {len(sites)})")
+    for site_id, pid, operand, index, lo, hi in prints:
         site = sites[site_id]
         pid_text = f"pid ({pid[0]}, {pid[1]}, {pid[2]})"
-        if site["kind"] == "assert":
-            failed.append((site, pid, _unravel(index, site["shape"])))
-            continue
         prefix = site["prefix"].strip()
         if operand == NO_INDEX:
             print(f"{pid_text} {prefix}".rstrip(), file=out)
@@ -265,17 +293,19 @@ def report(words: np.ndarray, debug: dict, kernel: str, out=None) -> None:
         idx_text = _index_text(idx, od["shape"]) if idx else ""
         print(f"{pid_text} idx ({idx_text}){site['prefix']}{which}{_value_text(od, lo, hi, site['hex'])}", file=out)
     if dropped:
-        print(f"triton-mps: kernel '{kernel}': {dropped} device print/assert records dropped "
-              f"(more than {debug.get('capacity', CAPACITY)} in one launch)", file=sys.stderr)
-    if failed or (dropped and any(s["kind"] == "assert" for s in sites) and not records):
-        if not failed:
-            raise DeviceAssertionError(f"kernel '{kernel}': device assertion failed (records dropped)",
-                                       kernel=kernel, file="", line=0, failures=dropped)
-        site, pid, idx = failed[0]
+        print(f"triton-mps: kernel '{kernel}': {dropped} device print records dropped "
+              f"(more than {int(np.asarray(words).view(np.uint32)[PRINTS + 1])} in one launch)", file=sys.stderr)
+    if failures and not asserts:  # a buffer without an assert region (capacity 0)
+        raise DeviceAssertionError(f"kernel '{kernel}': device assertion failed ({failures} failing elements)",
+                                   kernel=kernel, file="", line=0, failures=failures)
+    if failures:
+        site_id, pid, _, index, _, _ = asserts[0]
+        site = sites[site_id]
+        idx = _unravel(index, site["shape"])
         where = f"{site['file']}:{site['line']}" if site["file"] else f"line {site['line']}"
         msg = site["message"] or "assertion failed"
         elem = f", element ({', '.join(map(str, idx))})" if idx else ""
-        n = len(failed) + dropped
+        n = failures
         raise DeviceAssertionError(
             f"kernel '{kernel}', {where}: device assertion failed: {msg} "
             f"(program ({pid[0]}, {pid[1]}, {pid[2]}){elem}; {n} failing element{'s' if n != 1 else ''})",
