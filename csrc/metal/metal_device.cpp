@@ -44,6 +44,13 @@ std::string describe(const NS::Error* error) {
 
 // Whether the running OS implements a selector: metal-cpp headers may be newer than the OS
 // (sending an unknown selector raises an Objective-C exception, which would abort us).
+// The bytes of an immutable NSData (metal-cpp declares only NSMutableData's mutableBytes, which
+// an NSData does not answer: an unrecognized selector ends the process).
+const void* data_bytes(const NS::Data* data) {
+  using Bytes = const void* (*)(const void*, SEL);
+  return reinterpret_cast<Bytes>(&objc_msgSend)(data, sel_registerName("bytes"));
+}
+
 bool responds_to(const void* object, const char* selector) {
   Class cls = object_getClass(reinterpret_cast<id>(const_cast<void*>(object)));
   return cls && class_respondsToSelector(cls, sel_registerName(selector));
@@ -777,7 +784,7 @@ void BatchState::finish() {
     } else if (t.samples) {
       NS::Data* data = t.samples->resolveCounterRange(NS::Range(t.index, 2));
       const auto* ts = data && data->length() >= 2 * sizeof(MTL::CounterResultTimestamp)
-                           ? static_cast<const MTL::CounterResultTimestamp*>(data->mutableBytes())
+                           ? static_cast<const MTL::CounterResultTimestamp*>(data_bytes(data))
                            : nullptr;
       if (!ts || ts[0].timestamp == MTL::CounterErrorValue || ts[1].timestamp == MTL::CounterErrorValue ||
           ts[1].timestamp < ts[0].timestamp) {

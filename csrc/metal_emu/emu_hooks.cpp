@@ -37,6 +37,8 @@ std::map<std::string, long> hook_live_objects() { return object_stats().live; }
 std::vector<std::string> hook_violations() { return violations(); }
 void hook_clear_violations() { clear_violations(); }
 void hook_set_unhinted_thread_limit(uint32_t limit) { set_unhinted_thread_limit(limit); }
+void hook_set_hinted_thread_limit(uint32_t limit) { set_hinted_thread_limit(limit); }
+void hook_fail_timestamps(bool fail) { fail_timestamps(fail); }
 void hook_hold_queues(bool hold) { hold_queues(hold); }
 
 uintptr_t hook_new_buffer(uint64_t bytes, bool private_storage) {

@@ -32,6 +32,11 @@ EmuCounters emu_counters();
 // Pipelines built without setMaxTotalThreadsPerThreadgroup: get at most this many threads (the
 // register-pressure limit a real compiler may impose; 1024 = none).
 void set_unhinted_thread_limit(uint32_t limit);
+// Caps pipelines built with the hint too (default 1024 = none): a kernel whose registers do not
+// fit the threadgroup size it asked for.
+void set_hinted_thread_limit(uint32_t limit);
+// While on, counter samples are written as MTLCounterErrorValue (a GPU that failed to sample).
+void fail_timestamps(bool fail);
 // While held, committed command buffers wait (to test what happens before completion).
 void hold_queues(bool hold);
 void* emu_buffer_memory(const void* buffer);  // an emulated MTLBuffer's memory (any storage mode)

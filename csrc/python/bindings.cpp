@@ -404,6 +404,8 @@ NB_MODULE(_core, m) {
   m.def("emu_violations", &emu::hook_violations);
   m.def("emu_clear_violations", &emu::hook_clear_violations);
   m.def("emu_set_unhinted_thread_limit", &emu::hook_set_unhinted_thread_limit, "limit"_a);
+  m.def("emu_set_hinted_thread_limit", &emu::hook_set_hinted_thread_limit, "limit"_a);
+  m.def("emu_fail_timestamps", &emu::hook_fail_timestamps, "fail"_a);
   m.def("emu_hold_queues", &emu::hook_hold_queues, "hold"_a);
   m.def("emu_new_buffer", &emu::hook_new_buffer, "nbytes"_a, "private"_a = false);
   m.def("emu_release", &emu::hook_release, "handle"_a);

@@ -86,16 +86,27 @@ def empty(shape: int | Sequence[int], dtype: Any = np.float32, device: Device | 
         raise _core.InvalidArgument(f"empty(): negative dimension in shape {shape}; sizes must be >= 0")
     nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
     buf = get_device(device).buffer(max(nbytes, 1))
-    return buf.bytes_view()[:nbytes].view(dtype).reshape(shape)
+    return np.asarray(_PoolBytes(buf))[:nbytes].view(dtype).reshape(shape)
+
+
+class _PoolBytes:
+    """A pool buffer's bytes for numpy: the array's base, so that `_pool_buffer_of` finds the
+    buffer again (bytes_view()'s base is an opaque nanobind object) and launches bind the pool
+    buffer itself rather than re-wrapping its memory as host pages."""
+
+    def __init__(self, buffer: _core.Buffer):
+        self.buffer = buffer
+        self.__array_interface__ = {
+            "shape": (buffer.nbytes,), "typestr": "|u1", "data": (buffer.address, False), "version": 3,
+        }
 
 
 def _pool_buffer_of(arr: np.ndarray) -> _core.Buffer | None:
     """The device buffer behind an array made by `empty` (walks the chain of views)."""
     base: Any = arr
     while isinstance(base, np.ndarray | memoryview):
-        # bytes_view() exports through the buffer protocol: the chain ends in a memoryview of the Buffer.
         base = base.obj if isinstance(base, memoryview) else base.base
-    return base if isinstance(base, _core.Buffer) else None
+    return base.buffer if isinstance(base, _PoolBytes) else None
 
 
 def _extent(shape: Sequence[int], strides: Sequence[int], itemsize: int) -> int:
