@@ -960,6 +960,8 @@ id new_emulated_device(const std::string& name, uint64_t registry_id) {
   return (new EmuDevice(name, registry_id))->self_id();
 }
 
+int emulated_gpu_family(const std::string& chip) { return family_of(chip); }
+
 EmuCounters emu_counters() {
   std::lock_guard<std::mutex> lock(g_mu);
   return g_counters;

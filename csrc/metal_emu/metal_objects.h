@@ -37,6 +37,8 @@ void set_unhinted_thread_limit(uint32_t limit);
 void set_hinted_thread_limit(uint32_t limit);
 // While on, counter samples are written as MTLCounterErrorValue (a GPU that failed to sample).
 void fail_timestamps(bool fail);
+// The newest MTLGPUFamilyApple<n> the emulated device of this chip name supports.
+int emulated_gpu_family(const std::string& chip);
 // While held, committed command buffers wait (to test what happens before completion).
 void hold_queues(bool hold);
 void* emu_buffer_memory(const void* buffer);  // an emulated MTLBuffer's memory (any storage mode)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 from collections.abc import Sequence
 from typing import Any
 
@@ -144,12 +145,9 @@ def as_buffer(obj: Any, device: Device | None = None) -> _core.Buffer:
 
 
 def _torch_module(obj: Any):
-    mod = type(obj).__module__
-    if not mod.startswith("torch"):
-        return None
-    import torch
-
-    return torch if isinstance(obj, torch.Tensor) else None
+    """torch, if `obj` is a tensor (also a subclass defined outside torch); never imports it."""
+    torch = sys.modules.get("torch")
+    return torch if torch is not None and isinstance(obj, torch.Tensor) else None
 
 
 def _tensor_buffer(t: Any, dev: Device) -> _core.Buffer:
@@ -195,7 +193,9 @@ class Kernel:
             (p for p in self.params if p["kind"] == "buffer"), key=lambda p: p["index"]
         )
         bound = []
+        uses_mps = False
         for i, a in enumerate(args):
+            uses_mps = uses_mps or (_torch_module(a) is not None and a.device.type == "mps")
             wants_buffer = i < len(pointer_params) and pointer_params[i]["is_pointer"]
             is_array = isinstance(a, np.ndarray) and (wants_buffer or a.ndim > 0)
             if is_array or _torch_module(a) is not None or isinstance(a, _core.Buffer):
@@ -217,7 +217,16 @@ class Kernel:
             threadgroup_memory=list(threadgroup_memory),
             pack_scalars_at=pack_scalars_at,
             timed=timed,
+            # `mps` tensors: encoded on PyTorch's MPS stream, after its earlier ops and before
+            # its later ones; where that stream is unavailable, after torch.mps.synchronize().
+            before_own=_synchronize_torch_mps if uses_mps else None,
         )
+
+
+def _synchronize_torch_mps() -> None:
+    import torch
+
+    torch.mps.synchronize()
 
 
 # MSL scalar element types -> (numpy kind letters, bytes). Vector types (float4, ...) take

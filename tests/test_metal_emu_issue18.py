@@ -1,0 +1,72 @@
+"""Issue 18 item 6 and issue 21 item 6 on the emulated Metal device (and the simulator where the
+rule is ours): each test fails on the code before its fix (commit 3e3c992)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import triton_mps
+from triton_mps import _core, runtime
+
+pytestmark = pytest.mark.skipif(not hasattr(_core, "emu_stats"), reason="built without the emulated Metal device")
+
+ADD1 = """
+kernel void add1(device const float* x [[buffer(0)]], device float* y [[buffer(1)]],
+                 constant uint& n [[buffer(2)]], uint i [[thread_position_in_grid]]) {
+  if (i < n) y[i] = x[i] + 1.0f;
+}
+"""
+
+
+@pytest.fixture(autouse=True)
+def no_violations():
+    _core.emu_clear_violations()
+    yield
+    assert _core.emu_violations() == []
+
+
+@pytest.mark.parametrize("kind", ["metal-emu", "sim"])
+def test_misaligned_views_are_rejected(kind):
+    # Metal needs setBuffer offsets of `device float*` aligned to 4: a float view one byte into
+    # a byte array was bound as is (shifted reads on a GPU).
+    dev = triton_mps.get_device(kind)
+    k = triton_mps.compile_msl(ADD1, "add1", dev)
+    raw = np.zeros(4 * 64 + 16, np.uint8)
+    start = (-raw.ctypes.data % 16) + 1  # one byte past a 16-byte boundary
+    x = raw[start : start + 4 * 64].view(np.float32)
+    y = np.zeros(64, np.float32)
+    with pytest.raises(triton_mps.InvalidArgument, match=r"'x' .*starts 1 bytes past a multiple of 4.*aligned"):
+        k(x, y, 64, grid=1, threads=64)
+    k(np.array(x), y, 64, grid=1, threads=64)  # the copy the message suggests works
+    dev.synchronize()
+    np.testing.assert_array_equal(y, np.array(x) + 1)
+
+
+def test_the_emulation_rejects_misaligned_buffer_offsets():
+    got = _core.emu_misuse("misaligned_offset")
+    assert got.startswith("Metal API validation:") and "not a multiple of 4" in got, got
+    _core.emu_clear_violations()
+
+
+def test_emulated_m5_is_apple_family_10():
+    # MTLGPUFamilyApple10 is the newest family (M5); the emulation answered 11.
+    assert [_core.emu_gpu_family(c) for c in ("Apple M1", "Apple M2", "Apple M3", "Apple M4 Max", "Apple M5 Pro")] == [
+        7, 8, 9, 9, 10]
+
+
+def test_empty_arrays_bind_their_pool_buffer():
+    # Issue 21 item 6: `empty` arrays were re-wrapped as host pages, so an overrun stayed inside
+    # the wrapped page and Metal (and its validation) never saw it.
+    emu = triton_mps.get_device("metal-emu")
+    a = triton_mps.empty(64, np.float32, emu)  # 256 bytes: a pool size class of its own
+    pooled = runtime._pool_buffer_of(a[8:])
+    assert pooled is not None and pooled.nbytes == 256
+    k = triton_mps.compile_msl(ADD1, "add1", emu)
+    x = np.zeros(1024, np.float32)
+    with pytest.raises(triton_mps.DispatchError):
+        k(x, a, 1024, grid=8, threads=128)  # 4 KiB written into the 256-byte array
+        emu.synchronize()
+    b = triton_mps.empty(64, np.float32, emu)
+    k(x[:64], b, 64, grid=1, threads=64)
+    emu.synchronize()
+    np.testing.assert_array_equal(b, 1.0)
