@@ -70,3 +70,71 @@ def test_empty_arrays_bind_their_pool_buffer():
     k(x[:64], b, 64, grid=1, threads=64)
     emu.synchronize()
     np.testing.assert_array_equal(b, 1.0)
+
+
+def _stat(name: str) -> int:
+    return _core.emu_stats()[name]
+
+
+def test_an_archive_miss_compiles_once():
+    # A miss built the pipeline, then compiled it again into the archive.
+    emu = triton_mps.get_device("metal-emu")
+    compiles = ("pipelines_built", "archive_compiles")
+    before = {k: _stat(k) for k in (*compiles, "pipelines_from_archive")}
+    triton_mps.compile_msl(ADD1.replace("1.0f", "41.0f"), "add1", emu)
+    delta = {k: _stat(k) - v for k, v in before.items()}
+    assert sum(delta[k] for k in compiles) == 1, delta
+    assert delta["pipelines_from_archive"] == 1, delta  # loaded from the archive it was compiled into
+
+
+_ARCHIVE_CHILD = """
+import sys, triton_mps
+src = "kernel void k(device float* y [[buffer(0)]]) {{ y[0] = {}; }}"
+for v in sys.argv[1:]:
+    triton_mps.compile_msl(src.format(v), "k", triton_mps.get_device("metal-emu"))
+"""
+
+
+def _archive_run(cache, *values, **env):
+    import os
+    import subprocess
+    import sys
+
+    r = subprocess.run([sys.executable, "-c", _ARCHIVE_CHILD, *values], capture_output=True, text=True, timeout=300,
+                       env={**os.environ, "TRITON_MPS_CACHE_DIR": str(cache), **env})
+    assert r.returncode == 0, r.stderr[-3000:]
+
+
+def test_the_archive_is_written_at_exit_and_capped(tmp_path):
+    # Devices live until exit, so a script with fewer than 16 new pipelines (and under 5 s of
+    # compiling) never wrote its archive; and the archive only grew.
+    import shutil
+
+    _archive_run(tmp_path, "1.0f", "2.0f")  # warms the simulator's kernel cache: later builds are quick
+    shutil.rmtree(tmp_path / "metal")
+    _archive_run(tmp_path, "1.0f")
+    [archive] = (tmp_path / "metal").glob("*.metallib-archive")
+    lines = archive.read_text().splitlines()
+    assert lines[0] == "tmps-emu-archive-v1" and len(lines) == 2, lines
+    # Over the cap (here 2 KiB) the archive starts over instead of growing.
+    archive.write_text("\n".join(lines + [f"stale-{i:04d}" + "x" * 60 for i in range(100)]) + "\n")
+    _archive_run(tmp_path, "2.0f", TRITON_MPS_METAL_ARCHIVE_MB=str(2048 / 2**20))
+    lines = archive.read_text().splitlines()
+    assert archive.stat().st_size <= 2048 and len(lines) == 2 and not any("stale" in x for x in lines), lines
+
+
+def test_validation_too_late_for_torchs_device_warns(monkeypatch):
+    import sys
+    from types import SimpleNamespace
+
+    from triton_mps import _setup
+
+    monkeypatch.setenv("TRITON_MPS_METAL_VALIDATION", "1")
+    monkeypatch.setenv("MTL_SHADER_VALIDATION", "0")
+    monkeypatch.setenv("MTL_DEBUG_LAYER", "0")
+    monkeypatch.setitem(sys.modules, "torch", SimpleNamespace(_C=SimpleNamespace(_has_mps=True)))
+    with pytest.warns(RuntimeWarning, match="torch was imported before triton_mps.*shader validation stays off"):
+        _setup.enable_metal_validation()
+    import os
+
+    assert os.environ["MTL_SHADER_VALIDATION"] == "1"

@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <set>
 #include <type_traits>
 #include <utility>
 
@@ -316,8 +317,42 @@ void SampleBufferPool::give_back(std::vector<Ref<MTL::CounterSampleBuffer>> buff
 
 // --- binary archive ------------------------------------------------------------------------
 
+namespace {
+
+// Live archives, flushed at exit (never destroyed: exit handlers may run after static destructors).
+std::mutex& archives_mu = *new std::mutex;
+std::set<PipelineArchive*>& live_archives = *new std::set<PipelineArchive*>;
+
+void flush_archives_at_exit() {
+  std::lock_guard<std::mutex> lock(archives_mu);
+  for (PipelineArchive* a : live_archives) a->flush();
+}
+
+// TRITON_MPS_METAL_ARCHIVE_MB: the binary archive's size cap in MiB (default 512).
+uint64_t archive_cap_bytes() {
+  const char* v = std::getenv("TRITON_MPS_METAL_ARCHIVE_MB");
+  if (!v || !*v) return uint64_t(512) << 20;
+  char* end = nullptr;
+  const double mb = std::strtod(v, &end);
+  if (end == v || *end != '\0' || !(mb >= 0))
+    throw InvalidArgument("TRITON_MPS_METAL_ARCHIVE_MB must be a size in MiB >= 0, got '" + std::string(v) + "'");
+  return static_cast<uint64_t>(mb * double(1 << 20));
+}
+
+uint64_t file_size(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 ? static_cast<uint64_t>(st.st_size) : 0;
+}
+
+}  // namespace
+
 PipelineArchive::PipelineArchive(Ref<MTL::Device> device, uint64_t registry_id)
-    : device_(std::move(device)), registry_id_(registry_id) {}
+    : device_(std::move(device)), registry_id_(registry_id) {
+  static const bool registered = std::atexit(flush_archives_at_exit) == 0;
+  (void)registered;
+  std::lock_guard<std::mutex> lock(archives_mu);
+  live_archives.insert(this);
+}
 
 void PipelineArchive::open() {
   opened_ = true;
@@ -330,6 +365,7 @@ void PipelineArchive::open() {
   }
   auto desc = NS::TransferPtr(MTL::BinaryArchiveDescriptor::alloc()->init());
   NS::Error* error = nullptr;
+  if (file_size(path_) > archive_cap_bytes()) std::remove(path_.c_str());  // start over below the cap
   if (::access(path_.c_str(), F_OK) == 0) {
     desc->setUrl(NS::URL::fileURLWithPath(ns_string(path_)));
     archive_ = NS::TransferPtr(device_->newBinaryArchive(desc.get(), &error));
@@ -347,9 +383,28 @@ void PipelineArchive::persist() {
   std::string tmp = path_ + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter++);
   NS::Error* error = nullptr;
   if (archive_->serializeToURL(NS::URL::fileURLWithPath(ns_string(tmp)), &error)) {
-    if (std::rename(tmp.c_str(), path_.c_str()) == 0) return;
+    if (std::rename(tmp.c_str(), path_.c_str()) == 0) {
+      evict_if_over_cap();
+      return;
+    }
   }
   std::remove(tmp.c_str());  // the cache is an optimisation: a failed write only costs a rebuild
+}
+
+void PipelineArchive::evict_if_over_cap() {
+  if (file_size(path_) <= archive_cap_bytes()) return;
+  std::remove(path_.c_str());
+  auto desc = NS::TransferPtr(MTL::BinaryArchiveDescriptor::alloc()->init());
+  NS::Error* error = nullptr;
+  archive_ = NS::TransferPtr(device_->newBinaryArchive(desc.get(), &error));  // empty, may be null
+}
+
+void PipelineArchive::flush() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (archive_ && unsaved_) {
+    AutoreleasePool pool;
+    persist();
+  }
 }
 
 Ref<MTL::ComputePipelineState> PipelineArchive::build(MTL::Function* function, const std::string& label,
@@ -368,36 +423,47 @@ Ref<MTL::ComputePipelineState> PipelineArchive::build(MTL::Function* function, c
   // Pipelines are built without the lock: independent kernels compile in parallel.
   NS::Error* error = nullptr;
   if (archive) {
-    desc->setBinaryArchives(NS::Array::array(archive.get()));
-    // A hit loads the GPU binary from the archive; a miss returns null instead of compiling.
-    auto hit = NS::TransferPtr(
-        device_->newComputePipelineState(desc.get(), MTL::PipelineOptionFailOnBinaryArchiveMiss, nullptr, &error));
-    if (hit) return hit;
-    desc->setBinaryArchives(nullptr);
-    error = nullptr;
-  }
-  auto state = NS::TransferPtr(device_->newComputePipelineState(desc.get(), MTL::PipelineOptionNone, nullptr, &error));
-  if (!state) throw CompileError("kernel '" + label + "': Metal could not build the compute pipeline: " + describe(error));
-  if (archive) {
-    std::lock_guard<std::mutex> lock(mu_);
-    error = nullptr;
-    if (archive_->addComputePipelineFunctions(desc.get(), &error)) {
-      ++unsaved_;
-      // Batched writes: the whole archive is rewritten, so not on every miss (the rest is
-      // written when the device goes away).
-      const auto now = std::chrono::steady_clock::now();
-      if (unsaved_ >= kPersistEvery || now - last_persist_ >= kPersistInterval) persist();
+    auto from_archive = [&] {
+      desc->setBinaryArchives(NS::Array::array(archive.get()));
+      // Loads the GPU binary from the archive; null (no compile) if it is not there.
+      auto state = NS::TransferPtr(
+          device_->newComputePipelineState(desc.get(), MTL::PipelineOptionFailOnBinaryArchiveMiss, nullptr, &error));
+      desc->setBinaryArchives(nullptr);
+      error = nullptr;
+      return state;
+    };
+    if (auto hit = from_archive()) return hit;
+    // A miss: compile once, into the archive, and load the pipeline from there (building it
+    // and then adding it compiled every kernel twice).
+    bool added = false;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (archive_ == archive && archive_->addComputePipelineFunctions(desc.get(), &error)) {
+        added = true;
+        ++unsaved_;
+        // Batched writes: the whole archive is rewritten, so not on every miss (the rest is
+        // written by flush(), at exit at the latest).
+        const auto now = std::chrono::steady_clock::now();
+        if (unsaved_ >= kPersistEvery || now - last_persist_ >= kPersistInterval) persist();
+      }
+      error = nullptr;
+    }
+    if (added) {
+      if (auto state = from_archive()) return state;
     }
   }
+  // No archive, or the archive refused the kernel: Metal's own compile (and its error message).
+  auto state = NS::TransferPtr(device_->newComputePipelineState(desc.get(), MTL::PipelineOptionNone, nullptr, &error));
+  if (!state) throw CompileError("kernel '" + label + "': Metal could not build the compute pipeline: " + describe(error));
   return state;
 }
 
 PipelineArchive::~PipelineArchive() {
-  std::lock_guard<std::mutex> lock(mu_);
-  if (archive_ && unsaved_) {
-    AutoreleasePool pool;
-    persist();
+  {
+    std::lock_guard<std::mutex> lock(archives_mu);
+    live_archives.erase(this);
   }
+  flush();
 }
 
 // --- device --------------------------------------------------------------------------------

@@ -93,6 +93,9 @@ class PipelineArchive {
  public:
   PipelineArchive(Ref<MTL::Device> device, uint64_t registry_id);
   ~PipelineArchive();  // writes additions not yet on disk
+  // Writes additions not yet on disk; runs for every live archive at process exit too (devices
+  // live until then, so short scripts would otherwise never write theirs).
+  void flush();
   // Build the pipeline state for `function`; throws CompileError with Metal's message.
   // `max_threads` (0: not set) goes to setMaxTotalThreadsPerThreadgroup.
   Ref<MTL::ComputePipelineState> build(MTL::Function* function, const std::string& label, uint32_t max_threads);
@@ -100,6 +103,9 @@ class PipelineArchive {
  private:
   void open();     // load the archive file (a corrupt one is deleted); called once, under mu_
   void persist();  // serialize to a temp file and rename over the archive path (mu_ held)
+  // Archives only grow (Metal cannot remove a pipeline from one): past the size cap the file
+  // is dropped and a new, empty archive starts (mu_ held).
+  void evict_if_over_cap();
 
   static constexpr unsigned kPersistEvery = 16;  // misses between two writes of the archive
   static constexpr std::chrono::seconds kPersistInterval{5};

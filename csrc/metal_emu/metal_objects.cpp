@@ -205,6 +205,7 @@ class EmuArchive : public EmuObject {
       : EmuObject(emu_class_named("MTLEmuBinaryArchive")), keys_(std::move(keys)) {}
   bool add_functions(const void* desc, void* error) {
     auto* d = as_required<EmuPipelineDescriptor>(desc, "addComputePipelineFunctionsWithDescriptor: descriptor");
+    count(&EmuCounters::archive_compiles);  // Metal compiles the function into the archive
     std::lock_guard<std::mutex> lock(mu_);
     keys_.insert(d->key());
     return true;
@@ -800,8 +801,11 @@ void EmuCommandBuffer::dealloc() {
 // Metal reads MTL_SHADER_VALIDATION once, when the process makes its first device; any value
 // but 0 turns it on (MetalValidation(1)).
 bool shader_validation_requested() {
-  const char* v = std::getenv("MTL_SHADER_VALIDATION");
-  return v && *v && std::strcmp(v, "0") != 0;
+  static const bool on = [] {
+    const char* v = std::getenv("MTL_SHADER_VALIDATION");
+    return v && *v && std::strcmp(v, "0") != 0;
+  }();
+  return on;
 }
 
 // MTLGPUFamilyApple<n> of a chip name: M1 7, M2 8, M3 and M4 9, M5 10 (Metal feature set tables).
