@@ -269,6 +269,8 @@ AutoreleasePool::AutoreleasePool() : pool_(NS::TransferPtr(NS::AutoreleasePool::
 MetalBuffer::MetalBuffer(Ref<MTL::Buffer> buffer) : buffer_(std::move(buffer)), length_(buffer_->length()) {}
 MetalBuffer::MetalBuffer(Ref<MTL::Buffer> buffer, size_t base, size_t length)
     : buffer_(std::move(buffer)), base_(base), length_(length) {}
+MetalBuffer::MetalBuffer(std::shared_ptr<const Ref<MTL::Buffer>> wrap, size_t base, size_t length)
+    : buffer_(*wrap), wrap_(std::move(wrap)), base_(base), length_(length) {}
 void* MetalBuffer::contents() {
   void* p = buffer_->contents();
   return p ? static_cast<char*>(p) + base_ : nullptr;
@@ -516,10 +518,20 @@ std::unique_ptr<RawBuffer> MetalDevice::wrap_host_memory(void* ptr, size_t bytes
   const uintptr_t start = reinterpret_cast<uintptr_t>(ptr);
   const uintptr_t base = start / page * page;
   const uintptr_t end = (start + bytes + page - 1) / page * page;
-  // No deallocator: the caller owns the memory and must keep it alive longer than the buffer.
-  auto buffer = NS::TransferPtr(device_->newBuffer(reinterpret_cast<void*>(base), end - base, kSharedOptions, nullptr));
-  if (!buffer) throw OutOfMemory("Metal: could not wrap " + std::to_string(bytes) + " bytes of host memory");
-  return std::make_unique<MetalBuffer>(std::move(buffer), start - base, bytes);
+  std::lock_guard<std::mutex> lock(wraps_mu_);
+  std::weak_ptr<const Ref<MTL::Buffer>>& slot = host_wraps_[{base, end}];
+  std::shared_ptr<const Ref<MTL::Buffer>> wrap = slot.lock();
+  if (!wrap) {
+    // No deallocator: the caller owns the memory and must keep it alive longer than the buffer
+    // (a live wrap's owner is alive, so its pages cannot have been reused meanwhile).
+    auto buffer = NS::TransferPtr(device_->newBuffer(reinterpret_cast<void*>(base), end - base, kSharedOptions, nullptr));
+    if (!buffer) throw OutOfMemory("Metal: could not wrap " + std::to_string(bytes) + " bytes of host memory");
+    wrap = std::make_shared<const Ref<MTL::Buffer>>(std::move(buffer));
+    slot = wrap;
+    for (auto it = host_wraps_.begin(); it != host_wraps_.end();)  // forget wraps no longer in use
+      it = it->second.expired() ? host_wraps_.erase(it) : std::next(it);
+  }
+  return std::make_unique<MetalBuffer>(std::move(wrap), start - base, bytes);
 }
 
 std::unique_ptr<RawBuffer> MetalDevice::wrap_native_buffer(void* handle) {

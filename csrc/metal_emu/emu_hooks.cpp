@@ -22,6 +22,7 @@ std::map<std::string, long> hook_stats() {
           {"counter_sample_buffers", c.counter_sample_buffers},
           {"archive_serializations", c.archive_serializations},
           {"archive_compiles", c.archive_compiles},
+          {"no_copy_buffers", c.no_copy_buffers},
           {"pipelines_built", c.pipelines_built},
           {"pipelines_from_archive", c.pipelines_from_archive},
           {"command_buffers_with_error_options", c.command_buffers_with_error_options},

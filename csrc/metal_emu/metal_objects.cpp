@@ -850,6 +850,7 @@ class EmuDevice : public EmuObject {
     return b;
   }
   id new_buffer_no_copy(void* pointer, unsigned long length, unsigned long options, const void* deallocator) {
+    count(&EmuCounters::no_copy_buffers);
     if (reinterpret_cast<uintptr_t>(pointer) % kPage != 0)
       violation("newBufferWithBytesNoCopy: pointer " + std::to_string(reinterpret_cast<uintptr_t>(pointer)) +
                 " is not page-aligned (16384-byte pages)");

@@ -19,7 +19,8 @@ struct EmuCounters {
   long dispatches = 0;
   long counter_sample_buffers = 0;
   long archive_serializations = 0;
-  long archive_compiles = 0;  // addComputePipelineFunctions: a compile into the archive
+  long archive_compiles = 0;
+  long no_copy_buffers = 0;  // newBufferWithBytesNoCopy calls  // addComputePipelineFunctions: a compile into the archive
   long pipelines_built = 0;
   long pipelines_from_archive = 0;
   long command_buffers_with_error_options = 0;  // MTLCommandBufferErrorOptionEncoderExecutionStatus costs GPU time
