@@ -162,3 +162,39 @@ def test_launches_in_flight_share_the_wrap_of_the_same_host_memory(rng):
     emu.synchronize()
     assert _stat("no_copy_buffers") - before == 3  # x, y (once for both launches), z
     np.testing.assert_array_equal(z, (x + 1) + 1)  # the second kernel read what the first wrote
+
+
+_EARLY_DEVICE_CHILD = """
+import triton_mps
+from triton_mps import _core
+_core.emu_misuse("commit_twice")  # a Metal device made before ours, as PyTorch's would be
+_core.emu_clear_violations()
+dev = triton_mps.get_device("metal-emu")
+k = triton_mps.compile_msl('''
+kernel void store_next(device const float* x [[buffer(0)]], device float* y [[buffer(1)]],
+                       constant uint& n [[buffer(2)]], uint i [[thread_position_in_grid]]) {
+  if (i < n) y[i + 1] = x[i];
+}''', "store_next", dev)
+xb, yb = dev.buffer(1024), dev.buffer(1024)
+try:
+    k(xb, yb, 256, grid=8, threads=32)
+    dev.synchronize()
+    print("no error")
+except triton_mps.DispatchError as e:
+    print(e)
+"""
+
+
+def test_validation_is_on_before_any_metal_device_exists():
+    # Metal reads MTL_SHADER_VALIDATION at the process's first device. The switches were set
+    # when triton_mps enumerated its devices: a device made before (PyTorch's) kept validation
+    # off while we reported it on. Now they are set when triton_mps is imported.
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k not in ("MTL_SHADER_VALIDATION", "MTL_DEBUG_LAYER")}
+    r = subprocess.run([sys.executable, "-c", _EARLY_DEVICE_CHILD], capture_output=True, text=True, timeout=300,
+                       env={**env, "TRITON_MPS_METAL_VALIDATION": "1"})
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "Metal shader validation (TRITON_MPS_METAL_VALIDATION): Invalid device store" in r.stdout, r.stdout
