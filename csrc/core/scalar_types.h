@@ -155,4 +155,16 @@ inline std::optional<ScalarType> parse_scalar_type(std::string t) {
   return std::nullopt;
 }
 
+// Alignment MSL gives `T` in `device T*` (scalars and vectors; atomic_T like T); 0 when unknown
+// (structs). Metal requires setBuffer offsets of such arguments to be a multiple of it.
+inline size_t msl_type_alignment(std::string t) {
+  for (const char* w : {"metal::", "atomic_"}) {
+    const size_t p = t.find(w);
+    if (p != std::string::npos) t.erase(p, std::strlen(w));
+  }
+  const std::optional<ScalarType> st = parse_scalar_type(t);
+  if (!st || st->base == ScalarType::Base::F64) return 0;
+  return st->packed ? st->element_size : st->size();
+}
+
 }  // namespace tmps

@@ -3,6 +3,8 @@
 // lazily. All checks run before anything is encoded, so a rejected launch leaves no trace.
 #include "stream.h"
 
+#include "scalar_types.h"
+
 #include <algorithm>
 #include <cstring>
 
@@ -71,6 +73,17 @@ Binding bind_buffer(const Pipeline& pipe, size_t arg_no, const Arg& arg, const P
   if (!p.is_pointer && p.type_size != 0 && usable < p.type_size) {
     throw InvalidArgument(who + " needs " + std::to_string(p.type_size) + " bytes at offset " +
                           std::to_string(arg.offset) + " but the buffer has " + std::to_string(usable));
+  }
+  // Metal requires the offset of a `device T*` binding to be a multiple of T's alignment; a
+  // misaligned view (numpy slices of a byte array, odd storage offsets) would read shifted data.
+  if (const size_t align = msl_type_alignment(p.type); align > 1) {
+    void* base = arg.buffer->contents();
+    const uint64_t at = (base ? reinterpret_cast<uintptr_t>(base) : arg.buffer->native_offset()) + arg.offset;
+    if (at % align != 0) {
+      throw InvalidArgument(who + ": its data starts " + std::to_string(at % align) + " bytes past a multiple of " +
+                            std::to_string(align) + "; Metal needs buffer offsets aligned to the element type "
+                            "(copy the misaligned view first, e.g. numpy.array(view) or tensor.clone())");
+    }
   }
   Binding b;
   b.kind = Binding::Kind::Buffer;

@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <set>
 #include <type_traits>
 #include <utility>
 
@@ -44,6 +45,13 @@ std::string describe(const NS::Error* error) {
 
 // Whether the running OS implements a selector: metal-cpp headers may be newer than the OS
 // (sending an unknown selector raises an Objective-C exception, which would abort us).
+// The bytes of an immutable NSData (metal-cpp declares only NSMutableData's mutableBytes, which
+// an NSData does not answer: an unrecognized selector ends the process).
+const void* data_bytes(const NS::Data* data) {
+  using Bytes = const void* (*)(const void*, SEL);
+  return reinterpret_cast<Bytes>(&objc_msgSend)(data, sel_registerName("bytes"));
+}
+
 bool responds_to(const void* object, const char* selector) {
   Class cls = object_getClass(reinterpret_cast<id>(const_cast<void*>(object)));
   return cls && class_respondsToSelector(cls, sel_registerName(selector));
@@ -261,6 +269,8 @@ AutoreleasePool::AutoreleasePool() : pool_(NS::TransferPtr(NS::AutoreleasePool::
 MetalBuffer::MetalBuffer(Ref<MTL::Buffer> buffer) : buffer_(std::move(buffer)), length_(buffer_->length()) {}
 MetalBuffer::MetalBuffer(Ref<MTL::Buffer> buffer, size_t base, size_t length)
     : buffer_(std::move(buffer)), base_(base), length_(length) {}
+MetalBuffer::MetalBuffer(std::shared_ptr<const Ref<MTL::Buffer>> wrap, size_t base, size_t length)
+    : buffer_(*wrap), wrap_(std::move(wrap)), base_(base), length_(length) {}
 void* MetalBuffer::contents() {
   void* p = buffer_->contents();
   return p ? static_cast<char*>(p) + base_ : nullptr;
@@ -309,8 +319,42 @@ void SampleBufferPool::give_back(std::vector<Ref<MTL::CounterSampleBuffer>> buff
 
 // --- binary archive ------------------------------------------------------------------------
 
+namespace {
+
+// Live archives, flushed at exit (never destroyed: exit handlers may run after static destructors).
+std::mutex& archives_mu = *new std::mutex;
+std::set<PipelineArchive*>& live_archives = *new std::set<PipelineArchive*>;
+
+void flush_archives_at_exit() {
+  std::lock_guard<std::mutex> lock(archives_mu);
+  for (PipelineArchive* a : live_archives) a->flush();
+}
+
+// TRITON_MPS_METAL_ARCHIVE_MB: the binary archive's size cap in MiB (default 512).
+uint64_t archive_cap_bytes() {
+  const char* v = std::getenv("TRITON_MPS_METAL_ARCHIVE_MB");
+  if (!v || !*v) return uint64_t(512) << 20;
+  char* end = nullptr;
+  const double mb = std::strtod(v, &end);
+  if (end == v || *end != '\0' || !(mb >= 0))
+    throw InvalidArgument("TRITON_MPS_METAL_ARCHIVE_MB must be a size in MiB >= 0, got '" + std::string(v) + "'");
+  return static_cast<uint64_t>(mb * double(1 << 20));
+}
+
+uint64_t file_size(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 ? static_cast<uint64_t>(st.st_size) : 0;
+}
+
+}  // namespace
+
 PipelineArchive::PipelineArchive(Ref<MTL::Device> device, uint64_t registry_id)
-    : device_(std::move(device)), registry_id_(registry_id) {}
+    : device_(std::move(device)), registry_id_(registry_id) {
+  static const bool registered = std::atexit(flush_archives_at_exit) == 0;
+  (void)registered;
+  std::lock_guard<std::mutex> lock(archives_mu);
+  live_archives.insert(this);
+}
 
 void PipelineArchive::open() {
   opened_ = true;
@@ -323,6 +367,7 @@ void PipelineArchive::open() {
   }
   auto desc = NS::TransferPtr(MTL::BinaryArchiveDescriptor::alloc()->init());
   NS::Error* error = nullptr;
+  if (file_size(path_) > archive_cap_bytes()) std::remove(path_.c_str());  // start over below the cap
   if (::access(path_.c_str(), F_OK) == 0) {
     desc->setUrl(NS::URL::fileURLWithPath(ns_string(path_)));
     archive_ = NS::TransferPtr(device_->newBinaryArchive(desc.get(), &error));
@@ -340,9 +385,28 @@ void PipelineArchive::persist() {
   std::string tmp = path_ + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter++);
   NS::Error* error = nullptr;
   if (archive_->serializeToURL(NS::URL::fileURLWithPath(ns_string(tmp)), &error)) {
-    if (std::rename(tmp.c_str(), path_.c_str()) == 0) return;
+    if (std::rename(tmp.c_str(), path_.c_str()) == 0) {
+      evict_if_over_cap();
+      return;
+    }
   }
   std::remove(tmp.c_str());  // the cache is an optimisation: a failed write only costs a rebuild
+}
+
+void PipelineArchive::evict_if_over_cap() {
+  if (file_size(path_) <= archive_cap_bytes()) return;
+  std::remove(path_.c_str());
+  auto desc = NS::TransferPtr(MTL::BinaryArchiveDescriptor::alloc()->init());
+  NS::Error* error = nullptr;
+  archive_ = NS::TransferPtr(device_->newBinaryArchive(desc.get(), &error));  // empty, may be null
+}
+
+void PipelineArchive::flush() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (archive_ && unsaved_) {
+    AutoreleasePool pool;
+    persist();
+  }
 }
 
 Ref<MTL::ComputePipelineState> PipelineArchive::build(MTL::Function* function, const std::string& label,
@@ -361,36 +425,47 @@ Ref<MTL::ComputePipelineState> PipelineArchive::build(MTL::Function* function, c
   // Pipelines are built without the lock: independent kernels compile in parallel.
   NS::Error* error = nullptr;
   if (archive) {
-    desc->setBinaryArchives(NS::Array::array(archive.get()));
-    // A hit loads the GPU binary from the archive; a miss returns null instead of compiling.
-    auto hit = NS::TransferPtr(
-        device_->newComputePipelineState(desc.get(), MTL::PipelineOptionFailOnBinaryArchiveMiss, nullptr, &error));
-    if (hit) return hit;
-    desc->setBinaryArchives(nullptr);
-    error = nullptr;
-  }
-  auto state = NS::TransferPtr(device_->newComputePipelineState(desc.get(), MTL::PipelineOptionNone, nullptr, &error));
-  if (!state) throw CompileError("kernel '" + label + "': Metal could not build the compute pipeline: " + describe(error));
-  if (archive) {
-    std::lock_guard<std::mutex> lock(mu_);
-    error = nullptr;
-    if (archive_->addComputePipelineFunctions(desc.get(), &error)) {
-      ++unsaved_;
-      // Batched writes: the whole archive is rewritten, so not on every miss (the rest is
-      // written when the device goes away).
-      const auto now = std::chrono::steady_clock::now();
-      if (unsaved_ >= kPersistEvery || now - last_persist_ >= kPersistInterval) persist();
+    auto from_archive = [&] {
+      desc->setBinaryArchives(NS::Array::array(archive.get()));
+      // Loads the GPU binary from the archive; null (no compile) if it is not there.
+      auto state = NS::TransferPtr(
+          device_->newComputePipelineState(desc.get(), MTL::PipelineOptionFailOnBinaryArchiveMiss, nullptr, &error));
+      desc->setBinaryArchives(nullptr);
+      error = nullptr;
+      return state;
+    };
+    if (auto hit = from_archive()) return hit;
+    // A miss: compile once, into the archive, and load the pipeline from there (building it
+    // and then adding it compiled every kernel twice).
+    bool added = false;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (archive_ == archive && archive_->addComputePipelineFunctions(desc.get(), &error)) {
+        added = true;
+        ++unsaved_;
+        // Batched writes: the whole archive is rewritten, so not on every miss (the rest is
+        // written by flush(), at exit at the latest).
+        const auto now = std::chrono::steady_clock::now();
+        if (unsaved_ >= kPersistEvery || now - last_persist_ >= kPersistInterval) persist();
+      }
+      error = nullptr;
+    }
+    if (added) {
+      if (auto state = from_archive()) return state;
     }
   }
+  // No archive, or the archive refused the kernel: Metal's own compile (and its error message).
+  auto state = NS::TransferPtr(device_->newComputePipelineState(desc.get(), MTL::PipelineOptionNone, nullptr, &error));
+  if (!state) throw CompileError("kernel '" + label + "': Metal could not build the compute pipeline: " + describe(error));
   return state;
 }
 
 PipelineArchive::~PipelineArchive() {
-  std::lock_guard<std::mutex> lock(mu_);
-  if (archive_ && unsaved_) {
-    AutoreleasePool pool;
-    persist();
+  {
+    std::lock_guard<std::mutex> lock(archives_mu);
+    live_archives.erase(this);
   }
+  flush();
 }
 
 // --- device --------------------------------------------------------------------------------
@@ -443,10 +518,20 @@ std::unique_ptr<RawBuffer> MetalDevice::wrap_host_memory(void* ptr, size_t bytes
   const uintptr_t start = reinterpret_cast<uintptr_t>(ptr);
   const uintptr_t base = start / page * page;
   const uintptr_t end = (start + bytes + page - 1) / page * page;
-  // No deallocator: the caller owns the memory and must keep it alive longer than the buffer.
-  auto buffer = NS::TransferPtr(device_->newBuffer(reinterpret_cast<void*>(base), end - base, kSharedOptions, nullptr));
-  if (!buffer) throw OutOfMemory("Metal: could not wrap " + std::to_string(bytes) + " bytes of host memory");
-  return std::make_unique<MetalBuffer>(std::move(buffer), start - base, bytes);
+  std::lock_guard<std::mutex> lock(wraps_mu_);
+  std::weak_ptr<const Ref<MTL::Buffer>>& slot = host_wraps_[{base, end}];
+  std::shared_ptr<const Ref<MTL::Buffer>> wrap = slot.lock();
+  if (!wrap) {
+    // No deallocator: the caller owns the memory and must keep it alive longer than the buffer
+    // (a live wrap's owner is alive, so its pages cannot have been reused meanwhile).
+    auto buffer = NS::TransferPtr(device_->newBuffer(reinterpret_cast<void*>(base), end - base, kSharedOptions, nullptr));
+    if (!buffer) throw OutOfMemory("Metal: could not wrap " + std::to_string(bytes) + " bytes of host memory");
+    wrap = std::make_shared<const Ref<MTL::Buffer>>(std::move(buffer));
+    slot = wrap;
+    for (auto it = host_wraps_.begin(); it != host_wraps_.end();)  // forget wraps no longer in use
+      it = it->second.expired() ? host_wraps_.erase(it) : std::next(it);
+  }
+  return std::make_unique<MetalBuffer>(std::move(wrap), start - base, bytes);
 }
 
 std::unique_ptr<RawBuffer> MetalDevice::wrap_native_buffer(void* handle) {
@@ -777,7 +862,7 @@ void BatchState::finish() {
     } else if (t.samples) {
       NS::Data* data = t.samples->resolveCounterRange(NS::Range(t.index, 2));
       const auto* ts = data && data->length() >= 2 * sizeof(MTL::CounterResultTimestamp)
-                           ? static_cast<const MTL::CounterResultTimestamp*>(data->mutableBytes())
+                           ? static_cast<const MTL::CounterResultTimestamp*>(data_bytes(data))
                            : nullptr;
       if (!ts || ts[0].timestamp == MTL::CounterErrorValue || ts[1].timestamp == MTL::CounterErrorValue ||
           ts[1].timestamp < ts[0].timestamp) {

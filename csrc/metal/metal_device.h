@@ -17,6 +17,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <memory>
+#include <map>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -46,6 +47,9 @@ class MetalBuffer final : public RawBuffer {
  public:
   explicit MetalBuffer(Ref<MTL::Buffer> buffer);
   MetalBuffer(Ref<MTL::Buffer> buffer, size_t base, size_t length);
+  // A view of a shared no-copy wrap of host pages (MetalDevice::wrap_host_memory): `wrap`
+  // holds the MTLBuffer and stays alive while any view of it does.
+  MetalBuffer(std::shared_ptr<const Ref<MTL::Buffer>> wrap, size_t base, size_t length);
   void* contents() override;  // NULL for private (GPU-only) storage
   size_t length() const override;
   void* native_handle() override;  // MTL::Buffer*
@@ -53,6 +57,7 @@ class MetalBuffer final : public RawBuffer {
 
  private:
   Ref<MTL::Buffer> buffer_;
+  std::shared_ptr<const Ref<MTL::Buffer>> wrap_;  // set for shared host wraps
   size_t base_ = 0;
   size_t length_;
 };
@@ -93,6 +98,9 @@ class PipelineArchive {
  public:
   PipelineArchive(Ref<MTL::Device> device, uint64_t registry_id);
   ~PipelineArchive();  // writes additions not yet on disk
+  // Writes additions not yet on disk; runs for every live archive at process exit too (devices
+  // live until then, so short scripts would otherwise never write theirs).
+  void flush();
   // Build the pipeline state for `function`; throws CompileError with Metal's message.
   // `max_threads` (0: not set) goes to setMaxTotalThreadsPerThreadgroup.
   Ref<MTL::ComputePipelineState> build(MTL::Function* function, const std::string& label, uint32_t max_threads);
@@ -100,6 +108,9 @@ class PipelineArchive {
  private:
   void open();     // load the archive file (a corrupt one is deleted); called once, under mu_
   void persist();  // serialize to a temp file and rename over the archive path (mu_ held)
+  // Archives only grow (Metal cannot remove a pipeline from one): past the size cap the file
+  // is dropped and a new, empty archive starts (mu_ held).
+  void evict_if_over_cap();
 
   static constexpr unsigned kPersistEvery = 16;  // misses between two writes of the archive
   static constexpr std::chrono::seconds kPersistInterval{5};
@@ -159,6 +170,11 @@ class MetalDevice final : public Device {
   bool validation_ = false;  // Metal's shader validation is on in this process
   TimerSupport timer_;
   std::unique_ptr<PipelineArchive> archive_;
+  // No-copy wraps of host pages in use, by page range: launches in flight that bind the same
+  // host memory share one MTLBuffer, so Metal's hazard tracking orders them (two MTLBuffers
+  // over the same pages are unrelated resources to Metal).
+  std::mutex wraps_mu_;
+  std::map<std::pair<uintptr_t, uintptr_t>, std::weak_ptr<const Ref<MTL::Buffer>>> host_wraps_;
 };
 
 // Metal's validation rules for one dispatch on `device` (pipeline, thread count, bindings,

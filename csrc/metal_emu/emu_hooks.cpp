@@ -21,6 +21,8 @@ std::map<std::string, long> hook_stats() {
           {"dispatches", c.dispatches},
           {"counter_sample_buffers", c.counter_sample_buffers},
           {"archive_serializations", c.archive_serializations},
+          {"archive_compiles", c.archive_compiles},
+          {"no_copy_buffers", c.no_copy_buffers},
           {"pipelines_built", c.pipelines_built},
           {"pipelines_from_archive", c.pipelines_from_archive},
           {"command_buffers_with_error_options", c.command_buffers_with_error_options},
@@ -37,6 +39,9 @@ std::map<std::string, long> hook_live_objects() { return object_stats().live; }
 std::vector<std::string> hook_violations() { return violations(); }
 void hook_clear_violations() { clear_violations(); }
 void hook_set_unhinted_thread_limit(uint32_t limit) { set_unhinted_thread_limit(limit); }
+void hook_set_hinted_thread_limit(uint32_t limit) { set_hinted_thread_limit(limit); }
+void hook_fail_timestamps(bool fail) { fail_timestamps(fail); }
+int hook_gpu_family(const std::string& chip) { return emulated_gpu_family(chip); }
 void hook_hold_queues(bool hold) { hold_queues(hold); }
 
 uintptr_t hook_new_buffer(uint64_t bytes, bool private_storage) {
@@ -209,6 +214,24 @@ void misuse(const std::string& name) {
       MTL::CommandBuffer* cb = queue->commandBuffer();
       MTL::ComputeCommandEncoder* enc = cb->computeCommandEncoder();
       enc->setBuffer(buffer, 256, 0);
+    } else if (name == "misaligned_offset") {
+      NS::Error* error = nullptr;
+      const char* msl = "kernel void k(device float* y [[buffer(0)]]) { y[0] = 1.0f; }";
+      MTL::Library* lib = device->newLibrary(NS::String::string(msl, NS::UTF8StringEncoding), nullptr, &error);
+      MTL::Function* fn = lib->newFunction(NS::String::string("k", NS::UTF8StringEncoding));
+      MTL::ComputePipelineDescriptor* desc = MTL::ComputePipelineDescriptor::alloc()->init();
+      desc->setComputeFunction(fn);
+      MTL::ComputePipelineState* state =
+          device->newComputePipelineState(desc, MTL::PipelineOptionNone, nullptr, &error);
+      desc->release();
+      fn->release();
+      lib->release();
+      MTL::CommandBuffer* cb = queue->commandBuffer();
+      MTL::ComputeCommandEncoder* enc = cb->computeCommandEncoder();
+      enc->setComputePipelineState(state);
+      state->release();
+      enc->setBuffer(buffer, 2, 0);  // a float* two bytes into the buffer
+      enc->dispatchThreadgroups(MTL::Size(1, 1, 1), MTL::Size(1, 1, 1));
     } else if (name == "unaligned_no_copy") {
       alignas(64) static char memory[64];
       device->newBuffer(memory, 64, MTL::ResourceStorageModeShared, nullptr);

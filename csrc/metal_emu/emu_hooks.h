@@ -16,6 +16,9 @@ std::map<std::string, long> hook_live_objects();   // live emulated objects per 
 std::vector<std::string> hook_violations();
 void hook_clear_violations();
 void hook_set_unhinted_thread_limit(uint32_t limit);
+void hook_set_hinted_thread_limit(uint32_t limit);
+void hook_fail_timestamps(bool fail);
+int hook_gpu_family(const std::string& chip);
 void hook_hold_queues(bool hold);
 // An MTLBuffer of the emulated device as a torch `mps` storage would hold it (+1 reference).
 uintptr_t hook_new_buffer(uint64_t bytes, bool private_storage);

@@ -227,8 +227,8 @@ void register_foundation() {
   add_method("NSError", "code", imp<&NSErrorEmu::code>());
 
   add_method("NSData", "length", imp<&NSDataEmu::length>());
-  add_method("NSData", "mutableBytes", imp<&NSDataEmu::mutable_bytes>());
-  add_method("NSData", "bytes", imp<&NSDataEmu::mutable_bytes>());
+  // Immutable: no mutableBytes (NSMutableData's); sending it is an unrecognized selector.
+  add_method("NSData", "bytes", imp<&NSDataEmu::bytes>());
 
   add_method("NSURL", "path", imp<&NSURLEmu::path_string>());
   add_class_method("NSURL", "fileURLWithPath:", reinterpret_cast<IMP>(&url_with_path));

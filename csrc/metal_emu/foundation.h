@@ -76,7 +76,7 @@ class NSDataEmu : public EmuObject {
  public:
   explicit NSDataEmu(std::vector<unsigned char> bytes);
   unsigned long length() { return bytes_.size(); }
-  void* mutable_bytes() { return bytes_.data(); }
+  const void* bytes() { return bytes_.data(); }
 
  private:
   std::vector<unsigned char> bytes_;

@@ -22,6 +22,7 @@
 #include "metal_emu/blocks.h"
 #include "metal_emu/foundation.h"
 #include "core/msl_scanner.h"
+#include "core/scalar_types.h"
 #include "core/sha256.h"
 
 namespace tmps::emu {
@@ -37,6 +38,8 @@ constexpr size_t kMaxSetBytes = 4096;
 std::mutex& g_mu = *new std::mutex;
 EmuCounters g_counters;
 uint32_t g_unhinted_limit = kMaxThreads;
+uint32_t g_hinted_limit = kMaxThreads;
+bool g_fail_timestamps = false;
 bool g_hold = false;
 std::condition_variable& g_hold_cv = *new std::condition_variable;
 
@@ -202,6 +205,7 @@ class EmuArchive : public EmuObject {
       : EmuObject(emu_class_named("MTLEmuBinaryArchive")), keys_(std::move(keys)) {}
   bool add_functions(const void* desc, void* error) {
     auto* d = as_required<EmuPipelineDescriptor>(desc, "addComputePipelineFunctionsWithDescriptor: descriptor");
+    count(&EmuCounters::archive_compiles);  // Metal compiles the function into the archive
     std::lock_guard<std::mutex> lock(mu_);
     keys_.insert(d->key());
     return true;
@@ -262,6 +266,10 @@ class EmuCounterSampleBuffer : public EmuObject {
     return (new NSDataEmu(std::move(bytes)))->autorelease()->self_id();
   }
   void write(unsigned long index, uint64_t value) {
+    {
+      std::lock_guard<std::mutex> lock(g_mu);
+      if (g_fail_timestamps) value = MTL::CounterErrorValue;  // as when the GPU could not sample
+    }
     std::lock_guard<std::mutex> lock(mu_);
     if (index < samples_.size()) samples_[index] = value;
   }
@@ -644,8 +652,14 @@ void EmuEncoder::dispatch(MTL::Size groups, MTL::Size threads) {
     violation("threadgroup memory " + std::to_string(tg) + " exceeds maxThreadgroupMemoryLength (32768)");
   for (const ParamInfo& q : p->sim()->params()) {
     if (q.kind != ParamInfo::Kind::Buffer) continue;
-    if (!current_.buffers.count(q.index))
+    auto bound = current_.buffers.find(q.index);
+    if (bound == current_.buffers.end())
       violation("kernel '" + p->sim()->name() + "': no buffer bound at index " + std::to_string(q.index) + " ('" + q.name + "')");
+    const size_t align = msl_type_alignment(q.type);
+    if (bound->second.buffer && align > 1 && bound->second.offset % align != 0)
+      violation("kernel '" + p->sim()->name() + "': setBuffer offset " + std::to_string(bound->second.offset) +
+                " at index " + std::to_string(q.index) + " ('" + q.type + "* " + q.name + "') is not a multiple of " +
+                std::to_string(align) + " (the alignment of " + q.type + ")");
   }
   Command c = current_;
   if (cb_->retains())
@@ -787,13 +801,18 @@ void EmuCommandBuffer::dealloc() {
 // Metal reads MTL_SHADER_VALIDATION once, when the process makes its first device; any value
 // but 0 turns it on (MetalValidation(1)).
 bool shader_validation_requested() {
-  const char* v = std::getenv("MTL_SHADER_VALIDATION");
-  return v && *v && std::strcmp(v, "0") != 0;
+  static const bool on = [] {
+    const char* v = std::getenv("MTL_SHADER_VALIDATION");
+    return v && *v && std::strcmp(v, "0") != 0;
+  }();
+  return on;
 }
 
+// MTLGPUFamilyApple<n> of a chip name: M1 7, M2 8, M3 and M4 9, M5 10 (Metal feature set tables).
 int family_of(const std::string& name) {
-  for (int m = 5; m >= 1; --m)
-    if (name.find("M" + std::to_string(m)) != std::string::npos) return m == 4 ? 9 : (m == 3 ? 9 : 6 + m);
+  static const std::pair<const char*, int> table[] = {{"M5", 10}, {"M4", 9}, {"M3", 9}, {"M2", 8}, {"M1", 7}};
+  for (const auto& [chip, family] : table)
+    if (name.find(chip) != std::string::npos) return family;
   return 9;
 }
 
@@ -831,6 +850,7 @@ class EmuDevice : public EmuObject {
     return b;
   }
   id new_buffer_no_copy(void* pointer, unsigned long length, unsigned long options, const void* deallocator) {
+    count(&EmuCounters::no_copy_buffers);
     if (reinterpret_cast<uintptr_t>(pointer) % kPage != 0)
       violation("newBufferWithBytesNoCopy: pointer " + std::to_string(reinterpret_cast<uintptr_t>(pointer)) +
                 " is not page-aligned (16384-byte pages)");
@@ -891,7 +911,7 @@ class EmuDevice : public EmuObject {
     uint32_t limit;
     {
       std::lock_guard<std::mutex> lock(g_mu);
-      limit = d->max_threads ? uint32_t(d->max_threads) : g_unhinted_limit;
+      limit = d->max_threads ? std::min(uint32_t(d->max_threads), g_hinted_limit) : g_unhinted_limit;
     }
     return (new EmuPipelineState(self_id(), d->function, std::move(sim), limit))->self_id();
   }
@@ -945,6 +965,8 @@ id new_emulated_device(const std::string& name, uint64_t registry_id) {
   return (new EmuDevice(name, registry_id))->self_id();
 }
 
+int emulated_gpu_family(const std::string& chip) { return family_of(chip); }
+
 EmuCounters emu_counters() {
   std::lock_guard<std::mutex> lock(g_mu);
   return g_counters;
@@ -953,6 +975,16 @@ EmuCounters emu_counters() {
 void set_unhinted_thread_limit(uint32_t limit) {
   std::lock_guard<std::mutex> lock(g_mu);
   g_unhinted_limit = std::max<uint32_t>(1, std::min(limit, kMaxThreads));
+}
+
+void set_hinted_thread_limit(uint32_t limit) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  g_hinted_limit = std::max<uint32_t>(1, std::min(limit, kMaxThreads));
+}
+
+void fail_timestamps(bool fail) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  g_fail_timestamps = fail;
 }
 
 void* emu_buffer_memory(const void* buffer) { return as_required<EmuBuffer>(buffer, "buffer")->memory(); }

@@ -19,6 +19,8 @@ struct EmuCounters {
   long dispatches = 0;
   long counter_sample_buffers = 0;
   long archive_serializations = 0;
+  long archive_compiles = 0;
+  long no_copy_buffers = 0;  // newBufferWithBytesNoCopy calls  // addComputePipelineFunctions: a compile into the archive
   long pipelines_built = 0;
   long pipelines_from_archive = 0;
   long command_buffers_with_error_options = 0;  // MTLCommandBufferErrorOptionEncoderExecutionStatus costs GPU time
@@ -32,6 +34,13 @@ EmuCounters emu_counters();
 // Pipelines built without setMaxTotalThreadsPerThreadgroup: get at most this many threads (the
 // register-pressure limit a real compiler may impose; 1024 = none).
 void set_unhinted_thread_limit(uint32_t limit);
+// Caps pipelines built with the hint too (default 1024 = none): a kernel whose registers do not
+// fit the threadgroup size it asked for.
+void set_hinted_thread_limit(uint32_t limit);
+// While on, counter samples are written as MTLCounterErrorValue (a GPU that failed to sample).
+void fail_timestamps(bool fail);
+// The newest MTLGPUFamilyApple<n> the emulated device of this chip name supports.
+int emulated_gpu_family(const std::string& chip);
 // While held, committed command buffers wait (to test what happens before completion).
 void hold_queues(bool hold);
 void* emu_buffer_memory(const void* buffer);  // an emulated MTLBuffer's memory (any storage mode)

@@ -320,7 +320,7 @@ NB_MODULE(_core, m) {
           "max_threads"_a = 0, "memcheck"_a = nb::none())
       .def("launch", [](DeviceContext& c, const PipelineRef& p, std::array<uint32_t, 3> grid, std::array<uint32_t, 3> threads,
                         nb::list args, std::vector<std::pair<uint32_t, uint32_t>> threadgroup_memory, int pack_scalars_at,
-                        bool timed) -> nb::object {
+                        bool timed, nb::object before_own) -> nb::object {
             std::vector<const ParamInfo*> buffer_params;
             for (auto& q : p.p->params())
               if (q.kind == ParamInfo::Kind::Buffer) buffer_params.push_back(&q);
@@ -335,15 +335,29 @@ NB_MODULE(_core, m) {
             cfg.threads_per_group = threads;
             cfg.threadgroup_memory = std::move(threadgroup_memory);
             cfg.pack_scalars_at = pack_scalars_at;
+            // `before_own` (given when a torch `mps` tensor is bound): such launches go to PyTorch's
+            // stream, ordered with its ops; without one, `before_own` (torch.mps.synchronize)
+            // runs first and the launch goes to our own queue.
+            const bool uses_mps = !before_own.is_none();
+            if (uses_mps) attach_torch_stream(c);
+            const bool foreign = uses_mps && c.router->foreign() != nullptr;
+            if (uses_mps && !foreign) before_own();
             std::shared_ptr<DispatchTiming> t;
             {
               nb::gil_scoped_release release;
-              t = c.stream->launch(p.p, converted, cfg, timed);
+              if (foreign) {
+                t = c.router->launch_foreign(p.p, converted, cfg, timed, LaunchWait::Default);
+              } else {
+                // Rule 2 of the router (foreign_stream.h): after what was encoded on PyTorch's stream.
+                if (c.router->foreign_pending() != 0) c.router->synchronize();
+                t = c.stream->launch(p.p, converted, cfg, timed);
+              }
             }
             if (!t) return nb::none();
             return nb::cast(TimingRef{t});
           }, "pipeline"_a, "grid"_a, "threads"_a, "args"_a,
-          "threadgroup_memory"_a = std::vector<std::pair<uint32_t, uint32_t>>{}, "pack_scalars_at"_a = -1, "timed"_a = false)
+          "threadgroup_memory"_a = std::vector<std::pair<uint32_t, uint32_t>>{}, "pack_scalars_at"_a = -1, "timed"_a = false,
+          "before_own"_a = nb::none())
       .def("commit", [](DeviceContext& c) { nb::gil_scoped_release r; c.stream->commit(); })
       .def("synchronize", [](DeviceContext& c) { nb::gil_scoped_release r; c.router->synchronize(); })
       // The stream lock may be held by a launch waiting for the GPU, whose completion handlers
@@ -405,6 +419,9 @@ NB_MODULE(_core, m) {
   m.def("emu_violations", &emu::hook_violations);
   m.def("emu_clear_violations", &emu::hook_clear_violations);
   m.def("emu_set_unhinted_thread_limit", &emu::hook_set_unhinted_thread_limit, "limit"_a);
+  m.def("emu_set_hinted_thread_limit", &emu::hook_set_hinted_thread_limit, "limit"_a);
+  m.def("emu_fail_timestamps", &emu::hook_fail_timestamps, "fail"_a);
+  m.def("emu_gpu_family", &emu::hook_gpu_family, "chip"_a);
   m.def("emu_hold_queues", &emu::hook_hold_queues, "hold"_a);
   m.def("emu_new_buffer", &emu::hook_new_buffer, "nbytes"_a, "private"_a = false);
   m.def("emu_release", &emu::hook_release, "handle"_a);

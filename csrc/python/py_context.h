@@ -52,6 +52,10 @@ struct DeviceContext {
   }
 };
 
+// Attaches PyTorch's MPS stream to `ctx`'s router once (Metal; a no-op elsewhere and when
+// this torch has no torch/mps.h API). Defined in triton_launch.cpp.
+void attach_torch_stream(DeviceContext& ctx);
+
 // A view of a device buffer: the allocation plus a byte range.
 struct BufferRef {
   std::shared_ptr<RawBuffer> raw;

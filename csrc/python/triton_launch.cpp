@@ -373,6 +373,8 @@ class TritonLauncher {
 
   const std::string& kernel() const { return kernel_; }
   uint32_t threads() const { return threads_; }
+  // The runtime API's `mps` launches use PyTorch's stream too (py_context.h).
+  static void attach_torch(DeviceContext& ctx) { attach_torch_stream(ctx); }
 
  private:
   std::string kernel_;
@@ -691,6 +693,8 @@ PyObject* launcher_tp_call(PyObject* self, PyObject* args, PyObject* kwargs) {
 PyType_Slot launcher_slots[] = {{Py_tp_call, reinterpret_cast<void*>(launcher_tp_call)}, {0, nullptr}};
 
 }  // namespace
+
+void attach_torch_stream(DeviceContext& ctx) { TritonLauncher::attach_torch(ctx); }
 
 void bind_triton_launcher(nb::module_& m) {
   g_module = m.ptr();

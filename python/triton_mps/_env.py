@@ -64,6 +64,8 @@ VARIABLES: dict[str, tuple[Callable[[str], bool], str]] = {
     "TRITON_METAL_DEBUG": (_is_flag, FLAG_VALUES),
     "TRITON_MPS_METAL_DEBUG": (_is_flag, FLAG_VALUES),
     "TRITON_MPS_METAL_VALIDATION": (_is_flag, FLAG_VALUES),
+    "TRITON_MPS_METAL_ARCHIVE_MB": (lambda v: re.fullmatch(r"\d+(\.\d+)?", v.strip()) is not None,
+                                    "a size in MiB >= 0 (the Metal binary archive's cap)"),
     "TRITON_MPS_SIM_POISON": (_is_flag, FLAG_VALUES),
     "TRITON_MPS_DOT": (lambda v: v.strip().lower() in ("", "auto", "fma", "simdgroup"), "auto, fma or simdgroup"),
     "TRITON_MPS_EMU_MACOS": (lambda v: re.fullmatch(r"\d+(\.\d+)?", v.strip()) is not None, "a version like 15.0"),

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import sys
+import warnings
 from pathlib import Path
 
 
@@ -26,6 +28,31 @@ def configure_environment() -> None:
         zig = find_zig()
         if zig:
             os.environ["TRITON_MPS_ZIG"] = zig
+    enable_metal_validation()
+
+
+def enable_metal_validation() -> None:
+    """TRITON_MPS_METAL_VALIDATION: Metal's switches, set before anything in this process can
+    make a Metal device (Metal reads them once, at the first device: MetalValidation(1)). A
+    device made earlier (PyTorch's, once torch used MPS) keeps validation off: warn then."""
+    if os.environ.get("TRITON_MPS_METAL_VALIDATION", "").strip().lower() not in _VALIDATION_ON:
+        return
+    if os.environ.get("MTL_SHADER_VALIDATION", "0") not in ("", "0"):
+        return  # set by the user before the process started: in effect
+    os.environ["MTL_SHADER_VALIDATION"] = "1"
+    os.environ.setdefault("MTL_DEBUG_LAYER", "1")
+    torch = sys.modules.get("torch")
+    if torch is not None and getattr(getattr(torch, "_C", None), "_has_mps", False):
+        warnings.warn(
+            "TRITON_MPS_METAL_VALIDATION=1: torch was imported before triton_mps; if it already made "
+            "its Metal device (any use of MPS), Metal's shader validation stays off for this process. "
+            "Set MTL_SHADER_VALIDATION=1 in the environment, or import triton_mps first.",
+            RuntimeWarning,
+            stacklevel=4,
+        )
+
+
+_VALIDATION_ON = ("1", "true", "yes", "on")
 
 
 def configure_core(core) -> None:

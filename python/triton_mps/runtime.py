@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 from collections.abc import Sequence
 from typing import Any
 
@@ -86,16 +87,27 @@ def empty(shape: int | Sequence[int], dtype: Any = np.float32, device: Device | 
         raise _core.InvalidArgument(f"empty(): negative dimension in shape {shape}; sizes must be >= 0")
     nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
     buf = get_device(device).buffer(max(nbytes, 1))
-    return buf.bytes_view()[:nbytes].view(dtype).reshape(shape)
+    return np.asarray(_PoolBytes(buf))[:nbytes].view(dtype).reshape(shape)
+
+
+class _PoolBytes:
+    """A pool buffer's bytes for numpy: the array's base, so that `_pool_buffer_of` finds the
+    buffer again (bytes_view()'s base is an opaque nanobind object) and launches bind the pool
+    buffer itself rather than re-wrapping its memory as host pages."""
+
+    def __init__(self, buffer: _core.Buffer):
+        self.buffer = buffer
+        self.__array_interface__ = {
+            "shape": (buffer.nbytes,), "typestr": "|u1", "data": (buffer.address, False), "version": 3,
+        }
 
 
 def _pool_buffer_of(arr: np.ndarray) -> _core.Buffer | None:
     """The device buffer behind an array made by `empty` (walks the chain of views)."""
     base: Any = arr
     while isinstance(base, np.ndarray | memoryview):
-        # bytes_view() exports through the buffer protocol: the chain ends in a memoryview of the Buffer.
         base = base.obj if isinstance(base, memoryview) else base.base
-    return base if isinstance(base, _core.Buffer) else None
+    return base.buffer if isinstance(base, _PoolBytes) else None
 
 
 def _extent(shape: Sequence[int], strides: Sequence[int], itemsize: int) -> int:
@@ -133,12 +145,9 @@ def as_buffer(obj: Any, device: Device | None = None) -> _core.Buffer:
 
 
 def _torch_module(obj: Any):
-    mod = type(obj).__module__
-    if not mod.startswith("torch"):
-        return None
-    import torch
-
-    return torch if isinstance(obj, torch.Tensor) else None
+    """torch, if `obj` is a tensor (also a subclass defined outside torch); never imports it."""
+    torch = sys.modules.get("torch")
+    return torch if torch is not None and isinstance(obj, torch.Tensor) else None
 
 
 def _tensor_buffer(t: Any, dev: Device) -> _core.Buffer:
@@ -184,7 +193,9 @@ class Kernel:
             (p for p in self.params if p["kind"] == "buffer"), key=lambda p: p["index"]
         )
         bound = []
+        uses_mps = False
         for i, a in enumerate(args):
+            uses_mps = uses_mps or (_torch_module(a) is not None and a.device.type == "mps")
             wants_buffer = i < len(pointer_params) and pointer_params[i]["is_pointer"]
             is_array = isinstance(a, np.ndarray) and (wants_buffer or a.ndim > 0)
             if is_array or _torch_module(a) is not None or isinstance(a, _core.Buffer):
@@ -206,7 +217,16 @@ class Kernel:
             threadgroup_memory=list(threadgroup_memory),
             pack_scalars_at=pack_scalars_at,
             timed=timed,
+            # `mps` tensors: encoded on PyTorch's MPS stream, after its earlier ops and before
+            # its later ones; where that stream is unavailable, after torch.mps.synchronize().
+            before_own=_synchronize_torch_mps if uses_mps else None,
         )
+
+
+def _synchronize_torch_mps() -> None:
+    import torch
+
+    torch.mps.synchronize()
 
 
 # MSL scalar element types -> (numpy kind letters, bytes). Vector types (float4, ...) take

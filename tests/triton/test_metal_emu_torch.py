@@ -204,3 +204,37 @@ def test_profiled_launch_on_torchs_stream_has_its_own_command_buffer(fake_torch_
     assert rec.stream == "foreign" and rec.device_us is not None and rec.device_us >= 0 and not rec.error
     np.testing.assert_array_equal(y.read(), values + 1)
     assert _core.emu_violations() == []
+
+
+def test_runtime_api_mps_launch_is_encoded_on_torchs_stream(fake_torch_stream, rng):
+    # Issue 18 item 4: the MSL runtime API ran `mps` tensors on our own queue, unordered with
+    # PyTorch's ops (its kernel could read a tensor before PyTorch's op writing it ran).
+    _, dev = fake_torch_stream
+    k = triton_mps.compile_msl(ADD1, "add1", dev)
+    values = rng.standard_normal(700).astype(np.float32)
+    x, y = FakeMpsTensor(values, offset=5), FakeMpsTensor(np.full(700, np.nan, np.float32))
+    _core.emu_fake_torch_op("before")
+    _core.emu_hold_queues(True)
+    k(x, y, 700, grid=6, threads=128)
+    _core.emu_fake_torch_op("after")
+    assert _core.emu_fake_torch_events() == ["op before", "get_command_buffer", "queue", "op after"]
+    _core.emu_hold_queues(False)
+    dev.synchronize()
+    assert _core.emu_fake_torch_events() == ["synchronize"]
+    np.testing.assert_array_equal(y.read(), values + 1)
+
+
+def test_runtime_api_mps_launch_without_torchs_stream_synchronizes_torch_first(emu_launcher, monkeypatch, rng):
+    # A torch without torch/mps.h's API: our own queue, after PyTorch finished what it issued.
+    _, dev = emu_launcher
+    calls = []
+    monkeypatch.setattr(triton_mps.runtime, "_synchronize_torch_mps", lambda: calls.append("torch.mps.synchronize"))
+    k = triton_mps.compile_msl(ADD1, "add1", dev)
+    values = rng.standard_normal(300).astype(np.float32)
+    x, y = FakeMpsTensor(values), FakeMpsTensor(np.full(300, np.nan, np.float32))
+    k(x, y, 300, grid=3, threads=128)
+    assert calls == ["torch.mps.synchronize"]
+    k(np.zeros(300, np.float32), np.zeros(300, np.float32), 300, grid=3, threads=128)  # no `mps` tensor: no call
+    dev.synchronize()
+    assert calls == ["torch.mps.synchronize"]
+    np.testing.assert_array_equal(y.read(), values + 1)

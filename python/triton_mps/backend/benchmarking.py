@@ -53,8 +53,20 @@ def do_bench(fn, warmup=25, rep=100, grad_to_none=None, quantiles=None, return_m
         di.synchronize()  # fills the timings of the last launches on Metal
     finally:
         core.triton_timing_capture(False)
-    times = [sum(t.elapsed_ns for t in s) / 1e6 for s in samples]
+    times = _sample_times(samples)
     return tt._summarize_statistics(times, quantiles, return_mode)
+
+
+def _sample_times(samples: list) -> list[float]:
+    """Milliseconds of each sample whose dispatches all have GPU times. A dispatch whose
+    timestamps failed has no time (not 0 ms, which would make the autotuner pick it): its
+    sample is dropped, and if every sample lost one, do_bench raises."""
+    times = [sum(t.elapsed_ns for t in s) / 1e6 for s in samples if all(t.ready and not t.error for t in s)]
+    if not times:
+        errors = {t.error or "no timing recorded" for s in samples for t in s if not t.ready or t.error}
+        raise _core().DispatchError("do_bench: no sample has GPU timings for all its dispatches: " +
+                                    "; ".join(sorted(errors)))
+    return times
 
 
 def _active_driver():

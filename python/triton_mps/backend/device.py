@@ -14,6 +14,10 @@ import sys
 import time
 from typing import Any
 
+from triton.runtime.errors import OutOfResources
+
+from .._core import LimitExceeded
+
 # Nominal GPU core counts of Apple chips (largest configuration of each; an estimate, since
 # binned parts have fewer). Keys are matched against the device name, longest first.
 GPU_CORES = {
@@ -147,16 +151,20 @@ class MPSUtils:
         # Triton's CompiledKernel checks this before calling us; direct callers get it here.
         limit = self.get_device_properties(device)["max_shared_mem"]
         if shared > limit:
-            from triton.runtime.errors import OutOfResources
-
             raise OutOfResources(shared, limit, f"shared memory (threadgroup memory of kernel '{name}')")
         source = kernel.decode("utf-8") if isinstance(kernel, (bytes, bytearray)) else kernel
         from .compiler import msl_version_for, threads_from_msl, warn_if_unordered
 
         version = msl_version_for(source, dev.info.get("msl_version", "3.1"))
         warn_if_unordered(source, version)
-        pipeline = dev.compile(source, name, math_mode="safe", strict=True, label=name,
-                               max_threads=threads_from_msl(source), language_version=version)
+        max_threads = threads_from_msl(source)
+        try:
+            pipeline = dev.compile(source, name, math_mode="safe", strict=True, label=name, max_threads=max_threads,
+                                   language_version=version)
+        except LimitExceeded as e:
+            # The Metal compiler could not fit the kernel's registers into num_warps * 32
+            # threads: OutOfResources, so that Triton's autotuner skips this config.
+            raise PipelineThreadLimit(max_threads, _at_most(str(e)), f"threads per threadgroup ({e})") from None
         function = _core().TritonFunction(dev, pipeline)
         max_threads = int(pipeline.max_total_threads_per_threadgroup)
         return function, function, registers_per_thread(max_threads), 0, max_threads
@@ -166,6 +174,19 @@ class MPSUtils:
 
     def get_device_properties(self, device: Any = None) -> dict:
         return dict(_device_properties(_index(device)))  # a copy: callers may edit theirs
+
+
+class PipelineThreadLimit(OutOfResources, LimitExceeded):
+    """The Metal compiler could not fit a kernel into the threadgroup size it was compiled for:
+    OutOfResources (Triton's autotuner prunes the config) and our LimitExceeded (a ValueError)."""
+
+
+def _at_most(message: str) -> int:
+    """The limit in the native error's "Metal can run at most N threads" (0 if absent)."""
+    import re
+
+    m = re.search(r"at most (\d+)", message)
+    return int(m.group(1)) if m else 0
 
 
 # ---- device interface (Events, synchronize) ---------------------------------------------------
