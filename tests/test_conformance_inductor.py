@@ -41,6 +41,7 @@ def skip_if_triton_cpu(fn):
 '''
 
 FAKE_TESTS = '''
+import functools
 import unittest
 
 import torch
@@ -66,7 +67,17 @@ def _expected_failure(fn):
     return unittest.expectedFailure(fn)
 
 
-class CpuTritonTests(unittest.TestCase):
+class WrappingTestCase(unittest.TestCase):
+    """Wraps its test method per instance, as torch's TestCase does (copying its attributes)."""
+
+    def __init__(self, methodName="runTest"):
+        super().__init__(methodName)
+        method = getattr(self, methodName, None)
+        if method is not None:
+            setattr(self, methodName, functools.wraps(method)(lambda *args, **kwargs: method(*args, **kwargs)))
+
+
+class CpuTritonTests(WrappingTestCase):
     device = "cpu"
 
     def test_kernel_cpu(self):
