@@ -18,7 +18,7 @@ REPO = Path(__file__).resolve().parent.parent
 RUNNER = REPO / "tools" / "conformance" / "run_inductor.py"
 UPSTREAM = Path(os.environ.get("TMPS_UPSTREAM_PYTORCH", REPO.parent / "shared" / "upstream-pytorch"))
 # The CI shard: every SHARD_EVERY-th collected id of CpuTritonTests (about 2 minutes on 2 cores).
-SHARD_EVERY = 16
+SHARD_EVERY = 20
 
 # The names the plugin relies on, as test_torchinductor.py defines them.
 FAKE_TEMPLATE = '''
