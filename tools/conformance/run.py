@@ -107,7 +107,8 @@ def summarize(records: list[dict], selected: int, seconds: float, command: str, 
             groups[(r.get("where", "?"), r.get("frame", ""), r.get("cause", "?"))].append(r)
     if groups:
         lines += ["## Failures by root cause", "",
-                  "Deepest frame in our code (`triton_mps`), else in Triton, else the test itself.", "",
+                  "Deepest frame in our code (`triton_mps`), else in torch, Triton or another library, else the "
+                  "test itself.", "",
                   "| count | where | frame | cause | example |", "|---:|---|---|---|---|"]
         for (where, frame, cause), rs in sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0])):
             ex = rs[0]["id"].split("::", 1)[-1]

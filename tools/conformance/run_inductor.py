@@ -44,7 +44,7 @@ def outcome_of(r: dict) -> str:
 def inductor_summary(records: list[dict]) -> str:
     """The counts by launch, and the comparison with triton-cpu's expected failures and skips."""
     c = Counter(outcome_of(r) for r in records)
-    lines = ["## Inductor counts", "",
+    lines = ["", "## Inductor counts", "",
              "| outcome | tests |", "|---|---:|"]
     lines += [f"| {k} | {c[k]} |" for k in ("passed (our kernels)", "passed (aten fallback)", "failed", "error",
                                           "skipped", "xfailed") if c.get(k)]

@@ -95,8 +95,9 @@ def normalize_message(msg: str) -> str:
 
 
 def root_cause(excinfo, test_root: str) -> dict:
-    """`where`: triton_mps (a frame of ours), else torch or triton (the deepest frame outside the
-    upstream test folder `test_root`, by its package), else test (the upstream tests' own code)."""
+    """`where`: triton_mps (a frame of ours), else torch, triton or library (the deepest frame
+    outside the upstream test folder `test_root`, by its package), else test (the upstream
+    tests' own code)."""
     exc = excinfo.value
     frames = traceback.extract_tb(excinfo.tb)
     root = test_root.rstrip(os.sep) + os.sep
@@ -109,7 +110,7 @@ def root_cause(excinfo, test_root: str) -> dict:
         frame, where = ours[-1], "triton_mps"
     elif outside:
         frame = outside[-1]
-        where = "torch" if "/torch/" in frame.filename else "triton"
+        where = next((name for name in ("torch", "triton") if f"/{name}/" in frame.filename), "library")
     elif frames:
         frame = frames[-1]
     loc = ""
