@@ -41,6 +41,7 @@ def skip_if_triton_cpu(fn):
 '''
 
 FAKE_TESTS = '''
+import copy
 import functools
 import unittest
 
@@ -60,6 +61,16 @@ def _double(x_ptr, n, BLOCK: tl.constexpr):
 def test_pointwise(self):  # its own triton-cpu skip, as test_torchinductor's test_pointwise
     if template.is_triton_cpu_backend(self.device):
         raise unittest.SkipTest("Triton CPU does not support erfc")
+
+
+def _copied(value):
+    """As test_torchinductor.copy_tests makes each test of CpuTritonTests."""
+    @functools.wraps(value)
+    def new_test(self, value=value):
+        return value(self)
+
+    new_test.__dict__ = copy.deepcopy(value.__dict__)
+    return new_test
 
 
 def _expected_failure(fn):
@@ -92,9 +103,7 @@ class CpuTritonTests(WrappingTestCase):
     def test_triton_cpu_fails_cpu(self):
         pass
 
-    @template.skip_if_triton_cpu
-    def test_aoti_cpu(self):
-        pass
+    test_aoti_cpu = _copied(template.skip_if_triton_cpu(lambda self: None))
 
     test_pointwise_erfc_cpu = test_pointwise
 

@@ -19,8 +19,8 @@ import sys
 import pytest
 
 # Tests whose own body skips with `if is_triton_cpu_backend(self.device): raise SkipTest` and
-# uses the function for nothing else (test_torchinductor.py; a third user, test_assert-style
-# code checks, needs the true answer and is not listed).
+# uses the function for nothing else (test_torchinductor.py; its one other caller, test_neg_index,
+# picks which generated code to inspect and needs the true answer, so it is not listed).
 _INLINE_SKIPS = frozenset({"test_dtypeview", "test_pointwise"})
 
 TEMPLATE_MODULE = "test_torchinductor"
@@ -39,12 +39,18 @@ def _test_class():
     return getattr(module, TEST_CLASS, None) if module is not None else None
 
 
+def _skip_wrapper_code(template):
+    """The code object of the wrapper `skip_if_triton_cpu` puts around a test: one nested code
+    object, shared by every wrapper it makes."""
+    return template.skip_if_triton_cpu(lambda self: None).__code__
+
+
 def _lift_skips(template) -> None:
     """Make `is_triton_cpu_backend` answer False where its only use is a skip: inside
     `skip_if_triton_cpu`'s wrapper and in the bodies named in _INLINE_SKIPS. Elsewhere it keeps
     its answer (the code under test is still Inductor's Triton CPU path)."""
     original = template.is_triton_cpu_backend
-    wrapper_code = template.skip_if_triton_cpu(lambda self: None).__code__
+    wrapper_code = _skip_wrapper_code(template)
 
     def is_triton_cpu_backend(device) -> bool:
         caller = sys._getframe(1).f_code
@@ -56,13 +62,22 @@ def _lift_skips(template) -> None:
 
 
 def _uses_triton_cpu_skip(template, fn) -> bool:
-    """`fn` (a test of the class) or a function it wraps skips for triton-cpu alone."""
-    wrapper_code = template.skip_if_triton_cpu(lambda self: None).__code__
-    while fn is not None:
+    """`fn` (a test of the class) or a function it calls skips for triton-cpu alone. The callees
+    are followed through `__wrapped__` and through default arguments: copy_tests' copy of a test
+    calls it through a default argument, and its `__wrapped__` (copied from the test's own
+    `__dict__`) skips the outermost decorator."""
+    wrapper_code = _skip_wrapper_code(template)
+    todo, seen = [fn], set()
+    while todo:
+        fn = todo.pop()
+        if fn is None or id(fn) in seen:
+            continue
+        seen.add(id(fn))
         code = getattr(fn, "__code__", None)
         if code is wrapper_code or (code is not None and code.co_name in _INLINE_SKIPS):
             return True
-        fn = getattr(fn, "__wrapped__", None)
+        todo.append(getattr(fn, "__wrapped__", None))
+        todo.extend(d for d in (getattr(fn, "__defaults__", None) or ()) if callable(d))
     return False
 
 
