@@ -4,7 +4,7 @@ mps backend (simulator off macOS).
 
     python tools/conformance/run_inductor.py                          # all of CpuTritonTests
     python tools/conformance/run_inductor.py --lift-triton-cpu-skips  # also the tests skipped for triton-cpu
-    python tools/conformance/run_inductor.py --every 13 --check-ratchet   # what CI runs
+    python tools/conformance/run_inductor.py --every 20 --lift-triton-cpu-skips --check-ratchet  # CI
 
 Upstream files are read from --upstream (default ../shared/upstream-pytorch beside the checkout;
 its README says where they come from), never copied. Output, skip list and ratchet as for
