@@ -25,6 +25,8 @@ import subprocess
 import sys
 import time
 from collections import Counter, defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -50,9 +52,8 @@ def env_for_run() -> dict:
     return env
 
 
-def collect(upstream: Path, path: str, python: str) -> list[str]:
-    cmd = [python, "-m", "pytest", path, "--device", "cpu", "--collect-only", "-q", "-p", "no:warnings",
-           "-p", "no:cacheprovider"]
+def collect(upstream: Path, path: str, python: str, args: tuple[str, ...] = ("--device", "cpu")) -> list[str]:
+    cmd = [python, "-m", "pytest", path, *args, "--collect-only", "-q", "-p", "no:warnings", "-p", "no:cacheprovider"]
     out = subprocess.run(cmd, cwd=upstream, env=env_for_run(), capture_output=True, text=True)
     ids = [ln.strip() for ln in out.stdout.splitlines() if ln.startswith(path + "::")]
     if not ids:
@@ -92,7 +93,8 @@ def summarize(records: list[dict], selected: int, seconds: float, command: str, 
         f"Command: `{command}`",
         "",
         f"Selected {selected} tests: **{counts.get('passed', 0)} passed, {counts.get('failed', 0)} failed, "
-        f"{counts.get('error', 0)} errors, {counts.get('skipped', 0)} skipped**"
+        f"{counts.get('error', 0)} errors, {counts.get('skipped', 0)} skipped"
+        + (f", {counts['xfailed']} xfailed" if counts.get("xfailed") else "") + "**"
         + (f", {missing} without a report" if missing else "") + f"; wall time {seconds / 60:.1f} min.",
         "",
     ]
@@ -105,7 +107,8 @@ def summarize(records: list[dict], selected: int, seconds: float, command: str, 
             groups[(r.get("where", "?"), r.get("frame", ""), r.get("cause", "?"))].append(r)
     if groups:
         lines += ["## Failures by root cause", "",
-                  "Deepest frame in our code (`triton_mps`), else in Triton, else the test itself.", "",
+                  "Deepest frame in our code (`triton_mps`), else in torch, Triton or another library, else the "
+                  "test itself.", "",
                   "| count | where | frame | cause | example |", "|---:|---|---|---|---|"]
         for (where, frame, cause), rs in sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0])):
             ex = rs[0]["id"].split("::", 1)[-1]
@@ -119,10 +122,66 @@ def summarize(records: list[dict], selected: int, seconds: float, command: str, 
     return "\n".join(lines)
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("files", nargs="*", default=["test_core.py"], help="test files (default test_core.py)")
-    ap.add_argument("--upstream", type=Path, default=Path(os.environ.get("TMPS_UPSTREAM_TRITON", DEFAULT_UPSTREAM)))
+@dataclass
+class Suite:
+    """One upstream test file: where it is, the pytest arguments and plugins it runs with, its ratchet."""
+    upstream: Path
+    path: str
+    pytest_args: list[str]
+    ratchet: Path
+    env: dict[str, str] = field(default_factory=dict)  # on top of env_for_run()
+
+
+def run_suite(suite: Suite, ids: list[str], out: Path, args: argparse.Namespace, extra: list[str], shown: str,
+              summary_extra: Callable[[list[dict]], str] | None = None) -> int:
+    """Run `ids` of `suite` (options from `args`: workers, timeout, skips, -k, ratchet flags), write
+    results.jsonl and summary.md to `out`, check/update the ratchet. Returns 1 on a ratchet regression
+    with --check-ratchet, else 0."""
+    path = suite.path
+    (out / "ids.txt").write_text("".join(i + "\n" for i in ids))
+    report = out / "results.jsonl"
+    report.unlink(missing_ok=True)
+    cmd = [args.python, "-m", "pytest", path, *suite.pytest_args, "-p", "no:cacheprovider", "-p", "no:warnings",
+           "-q", "--tb=no", "--no-header", "-rN", f"--timeout={args.timeout}", "--tmps-ids", str(out / "ids.txt"),
+           "--tmps-skips", str(args.skips.resolve()), "--tmps-report", str(report)]
+    if args.workers not in ("0", ""):
+        cmd += ["-n", str(args.workers)]
+    if args.k:
+        cmd += ["-k", args.k]
+    cmd += extra
+    t0 = time.time()
+    print(f"[conformance] {path}: {len(ids)} tests, {args.workers} workers -> {out}", flush=True)
+    with (out / "pytest.log").open("w") as log:
+        subprocess.run(cmd, cwd=suite.upstream, env={**env_for_run(), **suite.env}, stdout=log,
+                       stderr=subprocess.STDOUT)
+    seconds = time.time() - t0
+    records = [json.loads(ln) for ln in report.read_text().splitlines()] if report.exists() else []
+    outcome = {r["id"]: r["outcome"] for r in records}
+    ratchet = read_ratchet(suite.ratchet)
+    ran = set(ids) if not args.k else set(outcome)
+    regressions = sorted(i for i in ratchet & ran if outcome.get(i) not in ("passed",))
+    text = summarize(records, len(ids), seconds, shown, regressions)
+    (out / "summary.md").write_text(text + (summary_extra(records) if summary_extra else ""))
+    c = Counter(outcome.values())
+    print(f"[conformance] {path}: {c.get('passed', 0)} passed, {c.get('failed', 0) + c.get('error', 0)} failed, "
+          f"{c.get('skipped', 0)} skipped, {c.get('xfailed', 0)} xfailed, {len(ids) - len(records)} without report, "
+          f"{seconds / 60:.1f} min; "
+          f"summary: {out / 'summary.md'}", flush=True)
+    if args.update_ratchet:
+        passed = {i for i, o in outcome.items() if o == "passed"}
+        write_ratchet(suite.ratchet, ratchet | passed, path)
+        print(f"[conformance] ratchet {suite.ratchet}: {len(ratchet | passed)} ids ({len(passed - ratchet)} new)")
+    if regressions:
+        print(f"[conformance] {len(regressions)} RATCHET REGRESSIONS (passed before, not now):", file=sys.stderr)
+        for i in regressions:
+            print(f"  {i}: {outcome.get(i, 'no report')}", file=sys.stderr)
+        if args.check_ratchet:
+            return 1
+    return 0
+
+
+def add_common_options(ap: argparse.ArgumentParser) -> None:
+    """The options every upstream runner takes (sampling, workers, timeout, output, ratchet, skips)."""
     ap.add_argument("--every", type=int, default=1, help="run every N-th collected id (a fixed sample)")
     ap.add_argument("--offset", type=int, default=0, help="first id of the sample")
     ap.add_argument("-k", default=None, help="pytest -k expression (applied after sampling)")
@@ -134,9 +193,23 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--skips", type=Path, default=SKIPS, help="skip list (default tools/conformance/skips.txt)")
     ap.add_argument("--ratchet-dir", type=Path, default=RATCHET_DIR, help="ratchet folder (<file stem>.txt)")
     ap.add_argument("--python", default=sys.executable)
+
+
+def split_argv(argv: list[str] | None) -> tuple[list[str], list[str]]:
+    """(runner arguments, extra pytest arguments after `--`)."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    extra = argv[argv.index("--") + 1:] if "--" in argv else []  # after --: extra pytest arguments
-    args = ap.parse_args(argv[:argv.index("--")] if "--" in argv else argv)
+    if "--" in argv:
+        return argv[:argv.index("--")], argv[argv.index("--") + 1:]
+    return argv, []
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("files", nargs="*", default=["test_core.py"], help="test files (default test_core.py)")
+    ap.add_argument("--upstream", type=Path, default=Path(os.environ.get("TMPS_UPSTREAM_TRITON", DEFAULT_UPSTREAM)))
+    add_common_options(ap)
+    argv, extra = split_argv(argv)
+    args = ap.parse_args(argv)
 
     upstream = args.upstream.resolve()
     if not (upstream / LANG_DIR).is_dir():
@@ -152,45 +225,10 @@ def main(argv: list[str] | None = None) -> int:
         out = out.resolve()
         out.mkdir(parents=True, exist_ok=True)
         ids = shard(collect(upstream, path, args.python), args.every, args.offset)
-        (out / "ids.txt").write_text("".join(i + "\n" for i in ids))
-        report = out / "results.jsonl"
-        report.unlink(missing_ok=True)
-        cmd = [args.python, "-m", "pytest", path, "--device", "cpu", "-p", "tmps_conformance_plugin",
-               "-p", "no:cacheprovider", "-p", "no:warnings", "-q", "--tb=no", "--no-header", "-rN",
-               f"--timeout={args.timeout}", "--tmps-ids", str(out / "ids.txt"),
-               "--tmps-skips", str(args.skips.resolve()), "--tmps-report", str(report)]
-        if args.workers not in ("0", ""):
-            cmd += ["-n", str(args.workers)]
-        if args.k:
-            cmd += ["-k", args.k]
-        cmd += extra
-        t0 = time.time()
-        print(f"[conformance] {path}: {len(ids)} tests, {args.workers} workers -> {out}", flush=True)
-        with (out / "pytest.log").open("w") as log:
-            subprocess.run(cmd, cwd=upstream, env=env_for_run(), stdout=log, stderr=subprocess.STDOUT)
-        seconds = time.time() - t0
-        records = [json.loads(ln) for ln in report.read_text().splitlines()] if report.exists() else []
-        outcome = {r["id"]: r["outcome"] for r in records}
-        rpath = ratchet_path(path, args.ratchet_dir)
-        ratchet = read_ratchet(rpath)
-        ran = set(ids) if not args.k else set(outcome)
-        regressions = sorted(i for i in ratchet & ran if outcome.get(i) not in ("passed",))
         shown = "python tools/conformance/run.py " + " ".join(shlex.quote(a) for a in argv)
-        (out / "summary.md").write_text(summarize(records, len(ids), seconds, shown, regressions))
-        c = Counter(outcome.values())
-        print(f"[conformance] {path}: {c.get('passed', 0)} passed, {c.get('failed', 0) + c.get('error', 0)} failed, "
-              f"{c.get('skipped', 0)} skipped, {len(ids) - len(records)} without report, {seconds / 60:.1f} min; "
-              f"summary: {out / 'summary.md'}", flush=True)
-        if args.update_ratchet:
-            passed = {i for i, o in outcome.items() if o == "passed"}
-            write_ratchet(rpath, ratchet | passed, path)
-            print(f"[conformance] ratchet {rpath}: {len(ratchet | passed)} ids ({len(passed - ratchet)} new)")
-        if regressions:
-            print(f"[conformance] {len(regressions)} RATCHET REGRESSIONS (passed before, not now):", file=sys.stderr)
-            for i in regressions:
-                print(f"  {i}: {outcome.get(i, 'no report')}", file=sys.stderr)
-            if args.check_ratchet:
-                status = 1
+        suite = Suite(upstream, path, ["--device", "cpu", "-p", "tmps_conformance_plugin"],
+                      ratchet_path(path, args.ratchet_dir))
+        status |= run_suite(suite, ids, out, args, extra, shown)
     return status
 
 

@@ -94,23 +94,30 @@ def normalize_message(msg: str) -> str:
     return line[:200]
 
 
-def root_cause(excinfo, test_file: str) -> dict:
+def root_cause(excinfo, test_root: str) -> dict:
+    """`where`: triton_mps (a frame of ours), else torch, triton or library (the deepest frame
+    outside the upstream test folder `test_root`, by its package), else test (the upstream
+    tests' own code)."""
     exc = excinfo.value
     frames = traceback.extract_tb(excinfo.tb)
+    root = test_root.rstrip(os.sep) + os.sep
     ours = [f for f in frames if "/triton_mps/" in f.filename]
-    outside = [f for f in frames if f.filename != test_file and "/_pytest/" not in f.filename
-               and "/pluggy/" not in f.filename]
+    outside = [f for f in frames if not f.filename.startswith(root) and "/_pytest/" not in f.filename
+               and "/pluggy/" not in f.filename and "/unittest/" not in f.filename]
     where = "test"
     frame = None
     if ours:
         frame, where = ours[-1], "triton_mps"
     elif outside:
-        frame, where = outside[-1], "triton"
+        frame = outside[-1]
+        where = next((name for name in ("torch", "triton") if f"/{name}/" in frame.filename), "library")
     elif frames:
         frame = frames[-1]
     loc = ""
     if frame is not None:
         fn = frame.filename
+        if fn.startswith(root):
+            fn = fn[len(root):]
         for marker in ("/triton_mps/", "/site-packages/", "/python/test/"):
             if marker in fn:
                 fn = fn.split(marker, 1)[1]
@@ -134,7 +141,7 @@ def pytest_runtest_makereport(item, call):
         report.user_properties.append(("tmps_id", _rel_id(item.config, item)))
     if call.excinfo is not None and report.failed:
         try:
-            info = root_cause(call.excinfo, str(item.path))
+            info = root_cause(call.excinfo, str(item.config.invocation_params.dir))
         except Exception as exc:  # the report must not break the run
             info = {"where": "?", "frame": "", "cause": f"(root cause unavailable: {exc})"}
         report.user_properties.append(("tmps_root_cause", info))
@@ -154,7 +161,11 @@ class _Writer:
             self.records[report.nodeid] = rec
         rec["duration"] = round(rec["duration"] + getattr(report, "duration", 0.0), 3)
         props = dict(report.user_properties)
-        if report.skipped and rec["outcome"] == "passed":
+        # Extra fields other plugins attach to a test (e.g. tmps_inductor_plugin's launch count).
+        rec.update({k[len("tmps_rec_"):]: v for k, v in props.items() if k.startswith("tmps_rec_")})
+        if report.skipped and hasattr(report, "wasxfail"):
+            rec["outcome"] = "xfailed"
+        elif report.skipped and rec["outcome"] == "passed":
             rec["outcome"] = "skipped"
             lr = report.longrepr
             rec["message"] = lr[2] if isinstance(lr, tuple) and len(lr) == 3 else str(lr)[:500]
