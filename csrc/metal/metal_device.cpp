@@ -1,6 +1,7 @@
 // Metal backend: device discovery, buffers, pipelines (with the binary-archive disk cache) and
 // batches of dispatches. See metal_device.h for the ownership rules and the timing design.
 #include "metal/metal_device.h"
+#include "metal/fork_check.h"
 
 #include <objc/runtime.h>
 #include <sys/stat.h>
@@ -471,6 +472,7 @@ PipelineArchive::~PipelineArchive() {
 // --- device --------------------------------------------------------------------------------
 
 MetalDevice::MetalDevice(Ref<MTL::Device> device) : device_(std::move(device)) {
+  note_metal_process();
   AutoreleasePool pool;
   queue_ = NS::TransferPtr(device_->newCommandQueue());
   if (!queue_) throw Unavailable("Metal: could not create a command queue on " + to_string(device_->name()));
@@ -499,6 +501,7 @@ MetalDevice::MetalDevice(Ref<MTL::Device> device) : device_(std::move(device)) {
 }
 
 std::unique_ptr<RawBuffer> MetalDevice::new_buffer(size_t bytes) {
+  require_metal_process("a Metal buffer");
   if (bytes > info_.max_buffer_length)
     throw OutOfMemory("Metal: buffer of " + std::to_string(bytes) + " bytes exceeds maxBufferLength (" +
                       std::to_string(info_.max_buffer_length) + ") of " + info_.name);
@@ -509,6 +512,7 @@ std::unique_ptr<RawBuffer> MetalDevice::new_buffer(size_t bytes) {
 }
 
 std::unique_ptr<RawBuffer> MetalDevice::wrap_host_memory(void* ptr, size_t bytes) {
+  require_metal_process("wrapping host memory");
   if (!ptr || bytes == 0) throw InvalidArgument("Metal: wrap_host_memory of a null pointer or of 0 bytes");
   // newBufferWithBytesNoCopy needs a page-aligned pointer and a page-multiple length (16 KiB
   // pages on Apple silicon). numpy and torch CPU memory is only 16-64 byte aligned: wrap the
@@ -535,6 +539,7 @@ std::unique_ptr<RawBuffer> MetalDevice::wrap_host_memory(void* ptr, size_t bytes
 }
 
 std::unique_ptr<RawBuffer> MetalDevice::wrap_native_buffer(void* handle) {
+  require_metal_process("wrapping an MTLBuffer");
   // A torch `mps` tensor's storage pointer is its id<MTLBuffer>.
   if (!handle) throw InvalidArgument("Metal: wrap_native_buffer of a null MTLBuffer");
   auto* buffer = static_cast<MTL::Buffer*>(handle);
@@ -545,6 +550,7 @@ std::unique_ptr<RawBuffer> MetalDevice::wrap_native_buffer(void* handle) {
 
 std::shared_ptr<Pipeline> MetalDevice::build_pipeline(const std::string& source, const std::string& entry,
                                                       const CompileOptions& options) {
+  require_metal_process("building a pipeline");
   AutoreleasePool pool;
   const std::string label = options.label.empty() ? entry : options.label;
   auto opts = NS::TransferPtr(MTL::CompileOptions::alloc()->init());
@@ -585,6 +591,7 @@ std::shared_ptr<Pipeline> MetalDevice::build_pipeline(const std::string& source,
 }
 
 std::unique_ptr<Batch> MetalDevice::new_batch() {
+  require_metal_process("a launch");
   return std::make_unique<MetalBatch>(device_, queue_, timer_, info_, validation_);
 }
 
@@ -778,6 +785,7 @@ void MetalBatch::encode(const Dispatch& d, std::shared_ptr<DispatchTiming> timin
 
 void MetalBatch::commit() {
   if (committed_) return;
+  require_metal_process("committing a command buffer");
   committed_ = true;
   AutoreleasePool pool;
   end_encoder();
@@ -910,6 +918,7 @@ std::string validation_report(MTL::CommandBuffer* cb, const std::vector<std::sha
 }  // namespace metal
 
 std::vector<std::shared_ptr<Device>> enumerate_metal_devices() {
+  require_metal_process("finding Metal devices");
   // Before the first Metal device of the process exists: Metal reads its validation switches then.
   metal::enable_shader_validation();
   metal::AutoreleasePool pool;

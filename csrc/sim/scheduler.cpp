@@ -267,8 +267,13 @@ void block(Worker* w) { fiber_switch(&w->lanes[w->current].sp, w->sched_sp); }
 
 // ---- runtime services ----------------------------------------------------------------------
 
-void rt_threadgroup_barrier(tmps_u32 /*mem_flags*/, tmps_u32 line) {
+void rt_threadgroup_barrier(tmps_u32 mem_flags, tmps_u32 line) {
   Worker* w = require_worker("threadgroup_barrier");
+  // A device-memory barrier is where a kernel's lock gets its acquire/release: the lock's
+  // atomics are relaxed and its data plain accesses of other threads (issue 21, item 9). All
+  // threads of a threadgroup run on this host thread, so one host fence here orders them all
+  // against the lock; without it a weakly ordered host (arm64) loses updates under the lock.
+  if (mem_flags & TMPS_MEM_DEVICE) std::atomic_thread_fence(std::memory_order_seq_cst);
   if (cancelled(*w->d)) stop_kernel(w);
   if (!w->fiber_mode) fail_without_fibers(w, "threadgroup_barrier", line);
   Lane& l = w->lanes[w->current];

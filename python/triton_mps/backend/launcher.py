@@ -222,8 +222,11 @@ _LOCK_TABLES: dict[int, tuple] = {}  # id(device) -> (device, buffer, words): on
 
 class LockLauncher:
     """Appends the device's lock table (64-bit atomics, compiler/ops/memory.py) to each launch.
-    One table per device for the life of the process: kernels release every lock they take,
-    so it is zero again whenever no kernel runs."""
+    One table per device: kernels release every lock they take, so it is zero again whenever no
+    kernel runs - unless a dispatch was stopped inside a critical section (a memcheck fault, a
+    TRITON_MPS_TIMEOUT, Ctrl-C). A launch that raises therefore retires the table; the next
+    launch gets a fresh zeroed one (not the old one zeroed in place: work still in flight may
+    use it)."""
 
     def __init__(self, native, words: int):
         self.native = native
@@ -239,7 +242,12 @@ class LockLauncher:
             buf = dev.buffer(self.words * 4)
             buf.bytes_view()[: self.words * 4].view("uint32")[:] = 0
             entry = _LOCK_TABLES[id(dev)] = (dev, buf, self.words)
-        self.native(gx, gy, gz, stream, function, *rest, entry[1])
+        try:
+            self.native(gx, gy, gz, stream, function, *rest, entry[1])
+        except BaseException:  # KeyboardInterrupt too: the dispatch may have stopped holding locks
+            if _LOCK_TABLES.get(id(dev)) is entry:
+                del _LOCK_TABLES[id(dev)]
+            raise
 
 
 class DebugLauncher:

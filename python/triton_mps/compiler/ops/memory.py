@@ -488,11 +488,16 @@ def _atomic(ctx: LoweringContext, op: Op, make_call) -> None:
     # thread's later device accesses. Metal device atomics themselves are relaxed.
     # The barrier orders memory within this threadgroup only; other threadgroups (a lock, a
     # "last block" counter) need device-scope fences around the atomic: TMPS_DEVICE_FENCE.
+    # A lock (issue 21, item 9: layer-norm backward's partial sums) is read and written by
+    # every thread of the program with plain accesses, so every thread fences at device scope:
+    # its own writes before the release's barrier, its own reads after the acquire's barrier;
+    # thread 0's fences next to the atomic alone do not order the other threads' accesses.
     sem = op.attrs.get("sem", "acq_rel")
     release, acquire = sem in ("acq_rel", "release"), sem in ("acq_rel", "acquire")
     if release or acquire:
         e.helper(DEVICE_FENCE_KEY, DEVICE_FENCE_HELPER)
     if not is_tensor and release:
+        e.line("TMPS_DEVICE_FENCE();")
         e.line("threadgroup_barrier(mem_flags::mem_device);")
     with e.guarded(owner):
         if release:
@@ -502,6 +507,7 @@ def _atomic(ctx: LoweringContext, op: Op, make_call) -> None:
             e.line("TMPS_DEVICE_FENCE();")
     if not is_tensor and acquire:
         e.line("threadgroup_barrier(mem_flags::mem_device);")
+        e.line("TMPS_DEVICE_FENCE();")
     if not is_tensor:
         if used:
             buf = ctx.scratch(8, t)
