@@ -104,6 +104,34 @@ def test_fenced_kernel_buffers_are_coherent_at_3_2(mps_driver):
     assert uncoherent_pointers(msl) == []
 
 
+@triton.jit(noinline=True)
+def _sum16(p, out):
+    tl.store(out, tl.sum(tl.load(p + tl.arange(0, 16)), axis=0))
+
+
+@triton.jit
+def _last_block_sum_call(partial, counter, out, n_blocks):
+    pid = tl.program_id(0)
+    tl.store(partial + pid, pid.to(tl.float32))
+    if tl.atomic_add(counter, 1, sem="acq_rel") == n_blocks - 1:
+        _sum16(partial, out)
+
+
+def test_noinline_function_parameters_are_coherent(mps_driver):
+    """A noinline function reading partials in the last block gets coherent pointers too."""
+    dev = mps_driver.get_active_torch_device()
+    partial = torch.zeros(16, device=dev)
+    counter = torch.zeros(1, dtype=torch.int32, device=dev)
+    out = torch.zeros(1, device=dev)
+    k = _last_block_sum_call[(16,)](partial, counter, out, 16)
+    assert out.item() == sum(range(16))
+    msl = k.asm["msl"]
+    callee = re.search(r"\n(\w+ \w*_sum16\w*\(.*?)\) \{", msl)
+    assert callee is not None, msl
+    assert "TMPS_COHERENT device float* p0" in callee.group(1) and "TMPS_COHERENT device float* p1" in callee.group(1)
+    assert unguarded_msl32(msl) == []
+
+
 @triton.jit
 def _copy(x, y, n, BLOCK: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
@@ -137,4 +165,4 @@ def test_this_file_passes_on_emulated_macos_14():
     cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", __file__, "-k", "every_version or coherent"]
     r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600, cwd=Path(__file__).parent)
     assert r.returncode == 0, r.stdout + r.stderr
-    assert "5 passed" in r.stdout, r.stdout
+    assert "6 passed" in r.stdout, r.stdout
