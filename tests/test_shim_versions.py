@@ -115,3 +115,13 @@ def test_guarded_coherent_macro_compiles_at_every_version(sim, version):
 def test_misplaced_coherent_is_rejected_by_the_scanner(sim, decl, message):
     with pytest.raises(triton_mps.CompileError, match=message):
         triton_mps.compile_msl(COHERENT % decl, "k", sim, language_version="3.2")
+
+
+@pytest.mark.parametrize("version", ["3.1", "3.2"])
+def test_selftest_last_block_reads_partials_through_coherent_pointer(sim, version):
+    # the selftest checks on a Mac what fenced Triton kernels rely on: coherent partials at 3.2
+    from triton_mps import selftest
+
+    assert "COHERENT device float* partial" in selftest.LAST_BLOCK
+    k = triton_mps.compile_msl(selftest.LAST_BLOCK, "last_block", sim, language_version=version)
+    assert next(p for p in k.params if p["name"] == "partial")["type"] == "float"
