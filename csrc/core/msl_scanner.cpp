@@ -8,6 +8,7 @@
 #include <cstring>
 #include <functional>
 #include <map>
+#include <set>
 #include <sstream>
 #include <string_view>
 
@@ -336,6 +337,7 @@ class Scanner {
       if (t.kind == Tok::Preproc) preproc_.push_back(t);
       else toks_.push_back(t);
     }
+    qualifier_macros();
   }
 
   void scan() {
@@ -627,12 +629,22 @@ class Scanner {
       info.line = pline;
 
       int ptr = 0, ref = 0, ang = 0;
+      bool coherent = false;
       std::vector<size_t> type_toks;
       std::string space_word;
       for (size_t k = 0; k < name_i; ++k) {
         const Token& t = toks_[d[k]];
         if (is(t, "<")) ++ang;
         if (is(t, ">") && ang > 0) --ang;
+        // MSL 3.2 `coherent(device)` (whether the version has it is the shim's check).
+        if (ang == 0 && is(t, "coherent") && k + 1 < name_i && is(toks_[d[k + 1]], "(")) {
+          if (k + 3 >= name_i || !is(toks_[d[k + 2]], "device") || !is(toks_[d[k + 3]], ")"))
+            param_fail(t.line, decl, pname, "expected coherent(device): the only coherence qualifier on a buffer");
+          coherent = true;
+          k += 3;
+          continue;
+        }
+        if (ang == 0 && t.kind == Tok::Ident && qualifier_macros_.count(std::string(t.text))) continue;
         if (ang == 0 && (is(t, "(") || is(t, "[")))
           param_fail(t.line, decl, pname, "array and function parameters are not supported");
         if (ang == 0 && is(t, "*")) { ++ptr; continue; }
@@ -646,6 +658,8 @@ class Scanner {
         type_toks.push_back(d[k]);
       }
       if (ptr + ref > 1) param_fail(pline, decl, pname, "pointers to pointers and rvalue references cannot be bound");
+      if (coherent && (space_word != "device" || ptr + ref == 0))
+        param_fail(pline, decl, pname, "coherent(device) applies to device pointers and references");
       info.is_pointer = ptr == 1;
       {
         std::vector<const Token*> tt;
@@ -835,6 +849,32 @@ class Scanner {
   const std::string& file_;
   std::vector<Token> toks_;
   std::vector<Token> preproc_;
+  std::set<std::string> qualifier_macros_;  // object-like macros whose every body is empty or coherent(...)
+
+  // `#define TMPS_COHERENT coherent(device)` under `#if __METAL_VERSION__ >= 320`, empty in the
+  // `#else`: conditionals are not evaluated here, so a name counts as a qualifier when every one
+  // of its definitions is. Parameters may then spell the qualifier through the macro.
+  void qualifier_macros() {
+    std::map<std::string, bool> all;
+    for (const Token& p : preproc_) {
+      std::string_view d = p.text.substr(1);
+      size_t k = d.find_first_not_of(" \t");
+      if (k == std::string_view::npos || d.substr(k, 6) != "define") continue;
+      k = d.find_first_not_of(" \t", k + 6);
+      if (k == std::string_view::npos || !is_ident_start(d[k])) continue;
+      size_t e = k;
+      while (e < d.size() && is_ident_char(d[e])) ++e;
+      if (e < d.size() && d[e] == '(') continue;  // function-like
+      std::string name(d.substr(k, e - k)), body;
+      for (char c : d.substr(e))
+        if (c != ' ' && c != '\t' && c != '\r') body += c;
+      bool qual = body.empty() || body == "coherent(device)";
+      auto it = all.emplace(name, qual).first;
+      it->second = it->second && qual;
+    }
+    for (const auto& [name, qual] : all)
+      if (qual) qualifier_macros_.insert(name);
+  }
   std::vector<bool> in_attr_;
   uint32_t next_tg_id_ = 0;
 };

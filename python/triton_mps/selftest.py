@@ -28,10 +28,16 @@ kernel void add(device const float* x [[buffer(0)]], device const float* y [[buf
 }
 """
 
-# Every program stores its block's sum, then takes a ticket; the last one adds the partials.
+# Every program stores its block's sum, then takes a ticket; the last one adds the partials, read
+# through a coherent(device) pointer at MSL 3.2 as Triton kernels do (docs/msl-versions.md).
 LAST_BLOCK = """#include <metal_stdlib>
 using namespace metal;
-kernel void last_block(device const float* x [[buffer(0)]], device float* partial [[buffer(1)]],
+#if __METAL_VERSION__ >= 320
+#define COHERENT coherent(device)
+#else
+#define COHERENT
+#endif
+kernel void last_block(device const float* x [[buffer(0)]], COHERENT device float* partial [[buffer(1)]],
                        device atomic_uint* counter [[buffer(2)]], device float* out [[buffer(3)]],
                        constant uint& blocks [[buffer(4)]],
                        uint tid [[thread_index_in_threadgroup]], uint tg [[threadgroup_position_in_grid]]) {

@@ -294,3 +294,36 @@ TEST(MslFrontend, ThreadgroupInitializerIsAnError) {
     EXPECT_NE(std::string(e.what()).find("initializer"), std::string::npos) << e.what();
   }
 }
+
+// MSL 3.2 coherent(device) (issue 18 item 4): a qualifier of the device pointer, spelled directly
+// or through a guarded macro whose every definition is a qualifier, never part of the type.
+TEST(MslFrontend, CoherentDevice) {
+  const std::string src = R"(#if __METAL_VERSION__ >= 320
+#define TMPS_COHERENT coherent(device)
+#else
+#define TMPS_COHERENT
+#endif
+#define NOT_A_QUALIFIER float
+kernel void k(coherent(device) device float* a [[buffer(0)]],
+              device coherent(device) const half* b [[buffer(1)]],
+              TMPS_COHERENT device int* c [[buffer(2)]],
+              device NOT_A_QUALIFIER* d [[buffer(3)]]) {}
+)";
+  auto ks = parse_kernels(src, "k.metal");
+  ASSERT_EQ(ks.size(), 1u);
+  EXPECT_EQ(param(ks[0], "a").type, "float");
+  EXPECT_EQ(param(ks[0], "b").type, "half");
+  EXPECT_EQ(param(ks[0], "c").type, "int");
+  EXPECT_EQ(param(ks[0], "d").type, "NOT_A_QUALIFIER");  // macros are not expanded
+  for (const char* n : {"a", "b", "c"}) {
+    EXPECT_EQ(param(ks[0], n).space, ParamInfo::Space::Device) << n;
+    EXPECT_TRUE(param(ks[0], n).is_pointer) << n;
+  }
+
+  std::string e = parse_error("kernel void k(coherent(threadgroup) device float* a [[buffer(0)]]) {}");
+  EXPECT_NE(e.find("expected coherent(device)"), std::string::npos) << e;
+  e = parse_error("kernel void k(coherent(device) constant float* a [[buffer(0)]]) {}");
+  EXPECT_NE(e.find("applies to device pointers"), std::string::npos) << e;
+  e = parse_error("kernel void k(coherent(device) device float a [[buffer(0)]]) {}");
+  EXPECT_NE(e.find("applies to device pointers"), std::string::npos) << e;
+}

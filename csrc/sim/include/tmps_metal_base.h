@@ -24,6 +24,14 @@ extern "C" __attribute__((visibility("default"))) const tmps_sim_runtime* tmps_s
 #define __METAL_VERSION__ 310
 #endif
 #define __HAVE_BFLOAT__ 1
+// MSL 3.2 `coherent(device)` on a device pointer: its plain loads and stores are coherent across
+// threadgroups. The simulator's memory always is: a no-op at 3.2. Below 3.2 Metal has no such
+// qualifier; the name the compiler then reports says why.
+#if __METAL_VERSION__ >= 320
+#define coherent(scope)
+#else
+#define coherent(scope) coherent_device_needs_MSL_3_2_macOS_15
+#endif
 #define METAL_FUNC inline __attribute__((__always_inline__))
 #define kernel
 #define threadgroup_imageblock

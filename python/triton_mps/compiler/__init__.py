@@ -7,6 +7,7 @@ from . import (
     ops,  # noqa: F401  (registers every lowering)
 )
 from .abi import ArgInfo, CompiledMSL
+from .coherence import COHERENT_HELPER, COHERENT_KEY, COHERENT_POINTERS
 from .effects import effect_threads, written_args
 from .errors import CompilationError
 from .ir import read_module
@@ -61,8 +62,20 @@ def compile_ttgir(mod, *, num_warps: int, signature: dict, constants: dict, kern
     every multiply and add rounds."""
     token = SCRATCH_BUDGET.set(scratch_limit)  # lowering.scratch_limit() reads it
     try:
-        return _compile_ttgir(mod, num_warps=num_warps, signature=signature, constants=constants,
-                              kernel_name=kernel_name, context=context, enable_fp_fusion=enable_fp_fusion)
+        def lower() -> CompiledMSL:
+            return _compile_ttgir(mod, num_warps=num_warps, signature=signature, constants=constants,
+                                  kernel_name=kernel_name, context=context, enable_fp_fusion=enable_fp_fusion)
+
+        compiled = lower()
+        if "TMPS_DEVICE_FENCE()" not in compiled.msl:
+            return compiled
+        # Ordering between threadgroups: lowered again with coherent(device) pointers (coherence.py).
+        # Whether a fence is emitted is known only after lowering; such kernels are rare.
+        coherent = COHERENT_POINTERS.set(True)
+        try:
+            return lower()
+        finally:
+            COHERENT_POINTERS.reset(coherent)
     finally:
         SCRATCH_BUDGET.reset(token)
 
@@ -79,6 +92,8 @@ def _compile_ttgir(mod, *, num_warps: int, signature: dict, constants: dict, ker
     _check_elements_per_thread(module, kernel_name, num_warps)
     state = KernelState(kernel_name, num_warps, module)
     state.fp_fusion = enable_fp_fusion
+    if COHERENT_POINTERS.get():
+        state.helpers[COHERENT_KEY] = COHERENT_HELPER  # first: every pointer type uses it
 
     # Tuple arguments are flattened, depth first, as Triton's function takes them; the launcher
     # flattens the call's arguments the same way (ArgInfo.signature_index counts the leaves).
@@ -112,7 +127,7 @@ def _compile_ttgir(mod, *, num_warps: int, signature: dict, constants: dict, ker
         sig = str(sig_types.get(name, ""))
         if isinstance(v.type, PointerType):
             msl_t = v.type.pointee.msl()
-            params.append(f"device {msl_t}* arg{i} [[buffer({next_binding})]]")
+            params.append(f"{v.type.msl()} arg{i} [[buffer({next_binding})]]")
             args_info.append(ArgInfo(name, "pointer", msl_t, next_binding, sig_index.get(name, i)))
             arg_exprs.append(f"arg{i}")
             next_binding += 1

@@ -4,7 +4,8 @@ Every Triton program becomes one MSL `kernel` run as one threadgroup of `num_war
 threads; the Triton grid is the grid of threadgroups. Kernel parameters, in order:
 
 - one per non-constexpr Triton argument, in signature order, bound at [[buffer(i)]] where i
-  counts those arguments: pointers as `device T* argN`, scalars as `constant T& argN`;
+  counts those arguments: pointers as `device T* argN` (`TMPS_COHERENT device T* argN` when the
+  kernel has device-scope fences: coherence.py), scalars as `constant T& argN`;
   when they (plus the debug buffer below) need more than 31 bindings, every scalar moves into
   one packed struct `constant tmps_args_t& tmps_args [[buffer(P)]]` where P = the number of
   pointers: pointers keep [[buffer(0..P-1)]] in order, the struct is `pack_scalars_at` = P

@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from .coherence import device_ptr
+
 
 @dataclass(frozen=True)
 class DType:
@@ -135,7 +137,7 @@ class PointerType:
         return 64
 
     def msl(self) -> str:
-        return f"device {self.pointee.msl()}*"
+        return device_ptr(self.pointee.msl())
 
     def __str__(self) -> str:
         return f"!tt.ptr<{self.pointee}>"

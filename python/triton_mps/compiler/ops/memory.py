@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from .. import fp64
 from ..axis_info import AxisAnalysis, vector_runs
+from ..coherence import device_ptr
 from ..ir import Module, Op
 from ..lowering import LoweringContext, lowers
 from ..types import PointerType, ScalarType, TensorType, elem_of
@@ -128,7 +129,7 @@ def load(ctx: LoweringContext, op: Op):
         tmp = e.fresh("vld")
         # One vector access for the run; when some lane of the run is masked off, per-register
         # scalar accesses (a vector access could touch memory the mask protects).
-        vec = [f"{vt} {tmp} = *(device const {vt}*)({ctx.expr(ptr, r0)});"]
+        vec = [f"{vt} {tmp} = *({device_ptr('const ' + vt)})({ctx.expr(ptr, r0)});"]
         vec += [f"{names[r0 + i]} = {tmp}.{'xyzw'[i]};" for i in range(k)]
         if mask is None:
             with e.block(""):
@@ -168,7 +169,7 @@ def store(ctx: LoweringContext, op: Op):
                 k = runs[r]
                 vt = f"{_pointee(ctx, ptr).msl()}{k}"
                 vals = ", ".join(ctx.expr(val, r + i) for i in range(k))
-                st = f"*(device {vt}*)({ctx.expr(ptr, r)}) = {vt}({vals});"
+                st = f"*({device_ptr(vt)})({ctx.expr(ptr, r)}) = {vt}({vals});"
                 if mask is None:
                     e.line(st)
                     continue

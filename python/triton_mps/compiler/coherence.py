@@ -1,0 +1,29 @@
+"""`coherent(device)` pointers for kernels that order memory between threadgroups (issue 18 item 4).
+
+In MSL 3.2 a device-scope fence orders memory, but plain loads of data other threadgroups stored
+during the same dispatch are only guaranteed fresh through a `coherent(device)` pointer; without it
+they may hit a non-coherent cache (the "last block reduces" pattern would read stale partials).
+So a kernel that emits TMPS_DEVICE_FENCE is lowered with every pointer type spelled
+`TMPS_COHERENT device T*`: parameters, locals, callee parameters and casts alike. Below 3.2 the
+qualifier does not exist and the macro is empty (the fences are empty too: docs/msl-versions.md).
+Kernels without fences never see the macro, so their MSL does not change.
+"""
+
+from __future__ import annotations
+
+from contextvars import ContextVar
+
+# Set while lowering a kernel that uses device-scope fences: PointerType.msl() reads it.
+COHERENT_POINTERS: ContextVar[bool] = ContextVar("tmps_coherent_pointers", default=False)
+
+COHERENT_KEY = "TMPS_COHERENT"
+COHERENT_HELPER = """#if __METAL_VERSION__ >= 320
+#define TMPS_COHERENT coherent(device)
+#else
+#define TMPS_COHERENT
+#endif"""
+
+
+def device_ptr(pointee: str) -> str:
+    """`device <pointee>*`, coherent while COHERENT_POINTERS is set (`pointee` may be `const T`)."""
+    return f"TMPS_COHERENT device {pointee}*" if COHERENT_POINTERS.get() else f"device {pointee}*"
