@@ -344,7 +344,11 @@ NB_MODULE(_core, m) {
           }, "pipeline"_a, "grid"_a, "threads"_a, "args"_a,
           "threadgroup_memory"_a = std::vector<std::pair<uint32_t, uint32_t>>{}, "pack_scalars_at"_a = -1, "timed"_a = false)
       .def("commit", [](DeviceContext& c) { nb::gil_scoped_release r; c.stream->commit(); })
-      .def("synchronize", [](DeviceContext& c) { nb::gil_scoped_release r; c.router->synchronize(); })
+      .def("synchronize", [](DeviceContext& c) {
+            DrainReleasedOwners drain;  // after the GIL is back: what completion handlers released
+            nb::gil_scoped_release r;
+            c.router->synchronize();
+          })
       // The stream lock may be held by a launch waiting for the GPU, whose completion handlers
       // may need the GIL: never wait for it with the GIL held.
       .def_prop_ro("pending", [](DeviceContext& c) { nb::gil_scoped_release r; return c.stream->pending(); })
@@ -421,7 +425,11 @@ NB_MODULE(_core, m) {
         ctx->foreign_looked_up = true;
       }, "device"_a);
   m.def("emu_fake_torch_events", &emu::hook_fake_torch_events, "clear"_a = true);
-  m.def("emu_fake_torch_op", &emu::hook_fake_torch_op, "label"_a);
+  m.def("emu_fake_torch_op", &emu::hook_fake_torch_op, "label"_a, "buffer"_a = 0, "offset"_a = 0, "count"_a = 0,
+        "mul"_a = 1.0f, "add"_a = 0.0f);
+  m.def("emu_fake_torch_set_version", &emu::hook_fake_torch_set_version, "minor"_a);
+  // torch.mps.synchronize(): waits with the GIL held, as PyTorch's does (no gil_scoped_release).
+  m.def("emu_fake_torch_synchronize", &emu::hook_fake_torch_synchronize);
 #endif
   m.def("devices", [] {
     nb::list out;

@@ -347,6 +347,7 @@ class TritonLauncher {
       if (empty) {
         ctx.stream->launch(fn.pipeline, args, cfg, false);  // validates; runs nothing (as on CUDA)
       } else {
+        DrainReleasedOwners drain;       // once the GIL is back: owners released while it was not held
         nb::gil_scoped_release release;  // the simulator executes here; other Python threads may run
         if (foreign)
           timing = ctx.router->launch_foreign(fn.pipeline, args, cfg, timed, wait_);
