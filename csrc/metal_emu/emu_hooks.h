@@ -26,6 +26,9 @@ uintptr_t hook_new_foreign_buffer(uint64_t bytes);
 // Commits one named misuse of the Metal API through metal-cpp; returns the validation message
 // ("" if the emulation did not catch it). Names: see emu_hooks.cpp.
 std::string hook_misuse(const std::string& name);
+// One check of Metal's threading (csrc/metal_emu/threading_checks.cpp); "" when it holds, else
+// what went wrong. Names: handler_blocks_only_handlers, wait_after_handlers, max_command_buffer_count.
+std::string hook_threading_check(const std::string& name);
 
 // A stand-in for PyTorch's MPS stream and torch/mps.h API on the emulated device (RULES.md,
 // "PyTorch's MPS stream"): its own command queue, the command buffer being recorded, the compute

@@ -33,7 +33,8 @@ if(TRITON_MPS_METAL_EMU AND NOT APPLE)
         -I "${_src}" -isystem "${_src}/metal_emu/include" -isystem "${_tmps_metal_cpp_include}")
     set(_sources metal/metal_device.cpp metal/metal_impl.cpp metal/torch_stream.cpp metal_emu/objc_runtime.cpp
         metal_emu/blocks_runtime.cpp metal_emu/foundation.cpp metal_emu/metal_objects.cpp
-        metal_emu/metal_entry.cpp metal_emu/emu_hooks.cpp metal_emu/msgsend_${_tmps_arch}.S)
+        metal_emu/metal_entry.cpp metal_emu/emu_hooks.cpp metal_emu/threading_checks.cpp
+        metal_emu/msgsend_${_tmps_arch}.S)
     foreach(rel IN LISTS _sources)
       string(REPLACE "/" "_" stem "${rel}")
       set(obj "${CMAKE_CURRENT_BINARY_DIR}/metal_emu/${stem}.o")

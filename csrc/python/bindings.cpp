@@ -413,6 +413,10 @@ NB_MODULE(_core, m) {
   m.def("emu_release", &emu::hook_release, "handle"_a);
   m.def("emu_buffer_memory", &emu::hook_buffer_memory, "handle"_a);
   m.def("emu_misuse", &emu::hook_misuse, "name"_a);
+  m.def("emu_threading_check", [](const std::string& name) {
+        nb::gil_scoped_release r;  // the checks wait on emulated Metal threads
+        return emu::hook_threading_check(name);
+      }, "name"_a);
   m.def("emu_new_foreign_buffer", &emu::hook_new_foreign_buffer, "nbytes"_a);
   // PyTorch's MPS stream on the emulated device: the real torch_stream.cpp over a fake torch/mps.h API.
   m.def("emu_attach_fake_torch", [](std::shared_ptr<DeviceContext> ctx) {

@@ -282,7 +282,7 @@ def test_torch_op_launch_synchronize_read(minor):
     env = {k: v for k, v in os.environ.items() if k != "TRITON_MPS_LAUNCH_SYNC"}
     try:
         r = subprocess.run([sys.executable, "-c", TORCH_SYNC_CHILD, here, str(minor)], env=env,
-                           capture_output=True, text=True, timeout=90)
+                           capture_output=True, text=True, timeout=60)
     except subprocess.TimeoutExpired:
         pytest.fail("torch.mps.synchronize() after a launch on PyTorch's stream hung (deadlock)")
     assert r.returncode == 0 and r.stdout.strip().endswith("ok"), r.stdout[-2000:] + r.stderr[-3000:]
