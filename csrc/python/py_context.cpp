@@ -35,8 +35,9 @@ ScalarValue python_scalar(nb::handle v, bool want_float, const std::string& wher
 }
 
 namespace {
-std::mutex g_released_mu;
-std::vector<PyObject*> g_released;  // references to drop on a Python thread
+// Never destroyed: a Metal thread may release an owner while statics are torn down at exit.
+std::mutex& g_released_mu = *new std::mutex;
+std::vector<PyObject*>& g_released = *new std::vector<PyObject*>;  // references to drop on a Python thread
 
 int drain_pending_call(void*) {
   drain_released_owners();
