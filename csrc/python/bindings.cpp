@@ -419,15 +419,18 @@ NB_MODULE(_core, m) {
       }, "name"_a);
   m.def("emu_new_foreign_buffer", &emu::hook_new_foreign_buffer, "nbytes"_a);
   // PyTorch's MPS stream on the emulated device: the real torch_stream.cpp over a fake torch/mps.h API.
-  m.def("emu_attach_fake_torch", [](std::shared_ptr<DeviceContext> ctx) {
-        auto stream = make_torch_mps_stream(ctx->device, emu::hook_fake_torch_api());
+  // `aten_symbols=False`: a libtorch that does not export MPSStream::endKernelCoalescing.
+  m.def("emu_attach_fake_torch", [](std::shared_ptr<DeviceContext> ctx, bool aten_symbols) {
+        TorchMpsApi api = emu::hook_fake_torch_api();
+        if (!aten_symbols) api.get_default_stream = nullptr, api.end_kernel_coalescing = nullptr;
+        auto stream = make_torch_mps_stream(ctx->device, api);
         if (!stream) throw InvalidArgument("device '" + ctx->device->info().name + "' is not a Metal device");
         {
           nb::gil_scoped_release r;
           ctx->router->set_foreign(std::move(stream));
         }
         ctx->foreign_looked_up = true;
-      }, "device"_a);
+      }, "device"_a, "aten_symbols"_a = true);
   m.def("emu_fake_torch_events", &emu::hook_fake_torch_events, "clear"_a = true);
   m.def("emu_fake_torch_op", &emu::hook_fake_torch_op, "label"_a, "buffer"_a = 0, "offset"_a = 0, "count"_a = 0,
         "mul"_a = 1.0f, "add"_a = 0.0f);

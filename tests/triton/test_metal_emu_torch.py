@@ -286,3 +286,19 @@ def test_torch_op_launch_synchronize_read(minor):
     except subprocess.TimeoutExpired:
         pytest.fail("torch.mps.synchronize() after a launch on PyTorch's stream hung (deadlock)")
     assert r.returncode == 0 and r.stdout.strip().endswith("ok"), r.stdout[-2000:] + r.stderr[-3000:]
+
+
+def test_without_aten_symbols_commit_ends_torchs_encoder(fake_torch_stream, rng):
+    # A libtorch that does not export MPSStream::endKernelCoalescing: torch::mps::commit() ends
+    # PyTorch's open encoder instead (then commits), still on PyTorch's queue.
+    run, dev = fake_torch_stream
+    _core.emu_clear_violations()
+    _core.emu_attach_fake_torch(dev, aten_symbols=False)
+    values = rng.standard_normal(300).astype(np.float32)
+    x, y = FakeMpsTensor(values), FakeMpsTensor(np.full(300, np.nan, np.float32))
+    _core.emu_fake_torch_op("x+5", x._handle, 0, 300, 1.0, 5.0)  # torch 2.9: encoder left open
+    run(300, x, y, 300)
+    assert _core.emu_fake_torch_events() == ["op x+5", "queue", "commit", "get_command_buffer"]
+    dev.synchronize()
+    np.testing.assert_array_equal(y.read(), values + np.float32(5) + np.float32(1))
+    assert _core.emu_violations() == []
