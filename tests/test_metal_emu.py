@@ -284,6 +284,15 @@ def test_the_emulation_catches_misuse(misuse, message):
     _core.emu_clear_violations()
 
 
+@pytest.mark.parametrize("check", ["handler_blocks_only_handlers", "wait_after_handlers", "max_command_buffer_count"])
+def test_the_emulation_threads_as_metal_does(check):
+    # Issue 18 item 2 (RULES.md): completed handlers run on a completion thread of their own (a
+    # blocked handler does not stop the GPU), waitUntilCompleted returns only after the handlers
+    # returned, and a queue holds at most 64 uncompleted command buffers (commandBuffer blocks).
+    assert _core.emu_threading_check(check) == ""
+    assert _core.emu_violations() == []
+
+
 def test_acquire_release_atomics_get_device_scope_fences():
     # Finding 4: acquire/release atomics were relaxed atomics between threadgroup barriers, which
     # order memory within one threadgroup only. Now: MSL 3.2 device-scope fences where the OS

@@ -12,12 +12,14 @@ namespace tmps {
 void LaunchRouter::set_foreign(std::shared_ptr<ForeignStream> foreign) {
   std::lock_guard<std::mutex> lock(mu_);
   if (foreign_ && foreign_ != foreign) wait_foreign_locked();
+  std::lock_guard<std::mutex> ptr_lock(foreign_ptr_mu_);
   foreign_ = std::move(foreign);
   foreign_unwaited_ = foreign_uncommitted_ = 0;
 }
 
 std::shared_ptr<ForeignStream> LaunchRouter::foreign() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  // Not mu_: that one is held across waits, and callers may hold the GIL.
+  std::lock_guard<std::mutex> lock(foreign_ptr_mu_);
   return foreign_;
 }
 
@@ -40,14 +42,19 @@ void LaunchRouter::wait_foreign_locked() {
 std::shared_ptr<DispatchTiming> LaunchRouter::launch_own(const std::shared_ptr<Pipeline>& pipeline,
                                                          const std::vector<Arg>& args, const LaunchConfig& config,
                                                          bool timed, LaunchWait wait) {
+  // Triton code reads host memory right after the call; the simulator executes at commit and
+  // reports a failed dispatch at the launch that made it.
+  const bool waits = wait != LaunchWait::Never || own_.device()->info().is_simulator;
+  // One launch at a time from encode to wait (rule 6): the batch a launch waits for then holds
+  // its own dispatch only, so the error it rethrows is its own and no other thread's dispatch
+  // shares (and is skipped with) a failed batch.
+  std::lock_guard<std::mutex> serial(own_launch_mu_);
   {
     std::lock_guard<std::mutex> lock(mu_);
     wait_foreign_locked();  // rule 2
   }
   std::shared_ptr<DispatchTiming> timing = own_.launch(pipeline, args, config, timed);
-  // Triton code reads host memory right after the call; the simulator executes at commit and
-  // reports a failed dispatch at the launch that made it.
-  if (wait != LaunchWait::Never || own_.device()->info().is_simulator)
+  if (waits)
     own_.synchronize();
   else
     own_.commit();
@@ -109,6 +116,17 @@ TorchMpsApi resolve_torch_mps_api(const std::string& library, std::string* error
   api.synchronize = reinterpret_cast<void (*)()>(find(kTorchSynchronize));
   api.dispatch_sync_f = reinterpret_cast<void (*)(void*, void*, void (*)(void*))>(find("dispatch_sync_f"));
   if (error && !error->empty()) *error = "not found in the process or " + library + ": " + *error;
+  // Optional: without them commit() ends PyTorch's encoder instead.
+  auto find_optional = [&](const char* name) -> void* {
+    void* p = ::dlsym(RTLD_DEFAULT, name);
+    return p || !handle ? p : ::dlsym(handle, name);
+  };
+  void* stream = find_optional(kAtenDefaultMpsStream);
+  void* end = find_optional(kAtenEndKernelCoalescing);
+  if (stream && end) {
+    api.get_default_stream = reinterpret_cast<void* (*)()>(stream);
+    api.end_kernel_coalescing = reinterpret_cast<void (*)(void*)>(end);
+  }
   // The handle is not closed: RTLD_NOLOAD took a reference to a library that stays loaded anyway.
   return api;
 }

@@ -16,6 +16,10 @@
 //  4. synchronize() waits for both;
 //  5. a timed dispatch (profiler, benchmarker) on the foreign stream is committed alone (commit
 //     before and after it), so its command buffer's GPU time is its own.
+//  6. launches on our own stream from several threads run one at a time from encode to wait:
+//     each waiting launch rethrows its own dispatch's error only, and a failed dispatch never
+//     shares a batch with (and so never skips) another thread's. A launch that does not wait
+//     (TRITON_MPS_LAUNCH_SYNC=0 on Metal) reports its error at the next wait, whoever's it is.
 //
 // Implementations: the PyTorch MPS stream (csrc/metal/torch_stream.cpp, resolved from the
 // loaded torch library at run time) and, for tests, RecordingForeignStream (any device; it
@@ -76,7 +80,9 @@ class LaunchRouter {
 
  private:
   Stream& own_;
-  mutable std::mutex mu_;
+  std::mutex own_launch_mu_;  // rule 6; taken before mu_
+  mutable std::mutex mu_;     // foreign-stream state; held across waits for the foreign stream
+  mutable std::mutex foreign_ptr_mu_;  // foreign_ itself (written under mu_ too), for foreign()
   std::shared_ptr<ForeignStream> foreign_;
   size_t foreign_unwaited_ = 0;    // encoded since the last foreign synchronize()
   size_t foreign_uncommitted_ = 0;  // encoded since the last foreign commit()
@@ -95,6 +101,12 @@ struct TorchMpsApi {
   void (*synchronize)() = nullptr;          // commit and wait
   // libdispatch's dispatch_sync_f (a test supplies its own queue discipline).
   void (*dispatch_sync_f)(void* queue, void* context, void (*work)(void*)) = nullptr;
+  // Optional (ATen internals, exported by libtorch_cpu): at::mps::getDefaultMPSStream() and
+  // MPSStream::endKernelCoalescing() (a non-virtual member: `this` comes first). PyTorch's ops
+  // leave a compute encoder open on the command buffer; torch < 2.10's get_command_buffer does
+  // not end it. Without these the stream ends it with commit() (which ends it too, then commits).
+  void* (*get_default_stream)() = nullptr;
+  void (*end_kernel_coalescing)(void* stream) = nullptr;
   bool complete() const { return get_command_buffer && get_dispatch_queue && commit && synchronize && dispatch_sync_f; }
 };
 
@@ -104,6 +116,8 @@ inline constexpr const char* kTorchGetCommandBuffer = "_ZN5torch3mps18get_comman
 inline constexpr const char* kTorchGetDispatchQueue = "_ZN5torch3mps18get_dispatch_queueEv";
 inline constexpr const char* kTorchCommit = "_ZN5torch3mps6commitEv";
 inline constexpr const char* kTorchSynchronize = "_ZN5torch3mps11synchronizeEv";
+inline constexpr const char* kAtenDefaultMpsStream = "_ZN2at3mps19getDefaultMPSStreamEv";
+inline constexpr const char* kAtenEndKernelCoalescing = "_ZN2at3mps9MPSStream19endKernelCoalescingEv";
 
 // Looks the API up in the process (RTLD_DEFAULT), then in `library` (the loaded libtorch_cpu;
 // never loads it). Returns an incomplete API (complete() false) when torch is not there; the

@@ -1,15 +1,28 @@
 // PyTorch's MPS stream as a ForeignStream (csrc/core/foreign_stream.h): our dispatches are encoded
-// into the command buffer PyTorch is recording, on PyTorch's serial dispatch queue, the way
-// PyTorch documents custom Metal ops (torch/mps.h):
+// into the command buffer PyTorch is recording, on PyTorch's serial dispatch queue:
 //
-//   cb = get_command_buffer();                      // PyTorch ends its own open encoder here
-//   dispatch_sync(get_dispatch_queue(), ^{ enc = [cb computeCommandEncoder]; ...; [enc endEncoding]; });
+//   dispatch_sync(get_dispatch_queue(), ^{
+//     stream->endKernelCoalescing();          // PyTorch's ops leave their compute encoder open
+//     cb = get_command_buffer();              // PyTorch requires its queue held for this
+//     enc = [cb computeCommandEncoder]; ...; [enc endEncoding];
+//   });
+//
+// Since torch 2.1 native ops (torch.sin, indexing, ...) encode into one compute encoder that
+// MPSStream keeps open across ops; get_command_buffer() ends it only from torch 2.10 on (PyTorch
+// PR #164093). A second encoder on that command buffer is Metal's assertion "A command encoder
+// is already encoding to this command buffer" (an abort). So the encoder is always ended first,
+// on the queue: with MPSStream::endKernelCoalescing() when libtorch exports it (every torch we
+// accept does), else with torch::mps::commit() (which ends it too, then commits). No torch
+// version has to be detected: ending an encoder that is not open does nothing.
 //
 // Nothing waits: the dispatch runs when PyTorch commits that command buffer (its own schedule,
 // our commit() every few launches, torch.mps.synchronize(), or a host read). A completion
 // handler on the command buffer keeps our buffers and tensors alive until then and fills the
 // dispatch's timing: the command buffer's GPU start/end (LaunchRouter commits a timed dispatch
-// alone, so that is the dispatch plus the command buffer's start-up: an upper bound).
+// alone, so that is the dispatch plus the command buffer's start-up: an upper bound). It runs
+// on a Metal thread and never runs Python: tensors it lets go are dropped on a Python thread
+// (release_owner, csrc/python/py_context.h), since torch.mps.synchronize() waits for it with
+// the GIL held.
 //
 // The API comes as function pointers (TorchMpsApi): resolved from the loaded libtorch at run
 // time, or a fake for the emulated Metal device's tests (csrc/metal_emu/emu_hooks.cpp).
@@ -60,10 +73,7 @@ class TorchMpsStream final : public ForeignStream {
       if (b.kind == Binding::Kind::Buffer) held->buffers.push_back(b.buffer);
     held->timing = std::move(timing);
 
-    // Outside the queue, as PyTorch's own custom-op example does (it may sync on the queue).
-    auto* cb = static_cast<MTL::CommandBuffer*>(api_.get_command_buffer());
-    if (!cb) throw DispatchError("kernel '" + d.pipeline->name() + "': PyTorch's MPS stream gave no command buffer");
-    Work work{this, &d, cb, held, nullptr};
+    Work work{this, &d, held, nullptr};
     api_.dispatch_sync_f(api_.get_dispatch_queue(), &work, &Work::run);
     if (work.error) std::rethrow_exception(work.error);
   }
@@ -90,7 +100,6 @@ class TorchMpsStream final : public ForeignStream {
   struct Work {
     TorchMpsStream* self;
     const Dispatch* d;
-    MTL::CommandBuffer* cb;
     std::shared_ptr<Held> held;
     std::exception_ptr error;
 
@@ -105,9 +114,21 @@ class TorchMpsStream final : public ForeignStream {
     }
   };
 
+  // On PyTorch's queue: its open encoder (if any) must end before ours starts.
+  void end_torch_encoder() {
+    if (api_.get_default_stream && api_.end_kernel_coalescing) {
+      if (void* stream = api_.get_default_stream()) api_.end_kernel_coalescing(stream);
+    } else {
+      api_.commit();
+    }
+  }
+
   void encode_on_queue(Work& w) {
     AutoreleasePool pool;
-    MTL::ComputeCommandEncoder* enc = w.cb->computeCommandEncoder();
+    end_torch_encoder();
+    auto* buffer = static_cast<MTL::CommandBuffer*>(api_.get_command_buffer());
+    if (!buffer) throw DispatchError("kernel '" + w.d->pipeline->name() + "': PyTorch's MPS stream gave no command buffer");
+    MTL::ComputeCommandEncoder* enc = buffer->computeCommandEncoder();
     if (!enc) throw DispatchError("kernel '" + w.d->pipeline->name() + "': no compute encoder on PyTorch's command buffer");
     enc->setLabel(NS::String::string(w.d->pipeline->name().c_str(), NS::UTF8StringEncoding));
     try {
@@ -124,7 +145,7 @@ class TorchMpsStream final : public ForeignStream {
     std::shared_ptr<Completions> done = done_;
     std::shared_ptr<Held> held = w.held;
     const bool validation = metal_->shader_validation();
-    w.cb->addCompletedHandler([done, held, validation](MTL::CommandBuffer* cb) {
+    buffer->addCompletedHandler([done, held, validation](MTL::CommandBuffer* cb) {
       AutoreleasePool pool;
       const bool failed = cb->status() == MTL::CommandBufferStatusError;
       // Shader validation logs of PyTorch's command buffer (ours and PyTorch's own kernels).

@@ -4,6 +4,7 @@
 #include <Metal/Metal.hpp>
 
 #include <mutex>
+#include <stdexcept>
 
 #include "metal_emu/metal_objects.h"
 #include "metal_emu/objc_runtime.h"
@@ -60,12 +61,27 @@ uintptr_t hook_new_foreign_buffer(uint64_t bytes) {
 
 namespace {
 
+// PyTorch's MPSStream (aten/src/ATen/mps/MPSStream.mm, MPSHooks.mm, torch/csrc/api/src/mps.cpp) as
+// far as our code meets it; RULES.md "PyTorch's MPS stream" lists what is modelled and the sources.
+constexpr const char* kOpSource = R"(#include <metal_stdlib>
+using namespace metal;
+kernel void fake_torch_axpb(device float* x [[buffer(0)]], constant uint& n [[buffer(1)]],
+                            constant float2& ab [[buffer(2)]], uint i [[thread_position_in_grid]]) {
+  if (i < n) x[i] = x[i] * ab.x + ab.y;
+}
+)";
+
+thread_local bool t_on_queue = false;  // this thread runs a block on the fake serial queue
+
 struct FakeTorch {
-  std::mutex queue;  // the serial dispatch queue
+  std::mutex queue;  // the serial dispatch queue (one block at a time)
   std::mutex mu;     // the state below
+  int minor = 9;     // torch 2.<minor>: from 10 on get_command_buffer ends the coalesced encoder
   MTL::CommandQueue* command_queue = nullptr;  // +1, lives forever
-  MTL::CommandBuffer* current = nullptr;       // +1
-  std::vector<MTL::CommandBuffer*> committed;  // +1 each
+  MTL::ComputePipelineState* axpb = nullptr;   // +1, built on first use
+  MTL::CommandBuffer* current = nullptr;       // +1: the command buffer being recorded
+  MTL::ComputeCommandEncoder* encoder = nullptr;  // +1: the coalesced encoder left open by ops
+  std::vector<MTL::CommandBuffer*> committed;  // +1 each, not yet waited for
   std::vector<std::string> events;
 
   MTL::CommandBuffer* current_locked() {
@@ -76,11 +92,56 @@ struct FakeTorch {
     }
     return current;
   }
+  // MPSStream::commandEncoder(): one compute encoder kept open across native ops.
+  MTL::ComputeCommandEncoder* encoder_locked() {
+    if (!encoder) {
+      NS::AutoreleasePool* pool = NS::AutoreleasePool::alloc()->init();
+      MTL::ComputeCommandEncoder* e = current_locked()->computeCommandEncoder();
+      encoder = e ? e->retain() : nullptr;
+      pool->release();
+    }
+    return encoder;
+  }
+  // MPSStream::endKernelCoalescing().
+  void end_coalescing_locked() {
+    if (!encoder) return;
+    encoder->endEncoding();
+    encoder->release();
+    encoder = nullptr;
+  }
+  // MPSStream::synchronize(COMMIT): ends the encoder, then commitAndContinue (the committed
+  // command buffer is replaced by a fresh one on next use).
   void commit_locked() {
+    end_coalescing_locked();
     if (!current) return;
     current->commit();
     committed.push_back(current);
     current = nullptr;
+  }
+  MTL::ComputePipelineState* axpb_locked() {
+    if (axpb) return axpb;
+    NS::AutoreleasePool* pool = NS::AutoreleasePool::alloc()->init();
+    MTL::Device* device = MTLCreateSystemDefaultDevice();
+    MTL::CompileOptions* options = MTL::CompileOptions::alloc()->init();
+    NS::Error* error = nullptr;
+    MTL::Library* library = device->newLibrary(NS::String::string(kOpSource, NS::UTF8StringEncoding), options, &error);
+    options->release();
+    if (!library) {
+      device->release();
+      pool->release();
+      throw std::runtime_error("fake torch: the op kernel did not compile");
+    }
+    MTL::Function* fn = library->newFunction(NS::String::string("fake_torch_axpb", NS::UTF8StringEncoding));
+    MTL::ComputePipelineDescriptor* desc = MTL::ComputePipelineDescriptor::alloc()->init();
+    desc->setComputeFunction(fn);
+    axpb = device->newComputePipelineState(desc, MTL::PipelineOptionNone, nullptr, &error);
+    desc->release();
+    fn->release();
+    library->release();
+    device->release();
+    pool->release();
+    if (!axpb) throw std::runtime_error("fake torch: the op pipeline was not built");
+    return axpb;
   }
 };
 
@@ -95,15 +156,35 @@ FakeTorch& fake_torch() {
   return *f;
 }
 
+// PyTorch requires these on its dispatch queue (PR #164093: get_command_buffer "should be
+// called with dispatch_queue held"; MPSStream's encoder state is only touched on the queue).
+void require_queue(const char* call) {
+  if (!t_on_queue) note_violation(std::string(call) + " called off PyTorch's serial dispatch queue");
+}
+
 void* fake_get_command_buffer() {
+  require_queue("torch::mps::get_command_buffer()");
   FakeTorch& t = fake_torch();
   std::lock_guard<std::mutex> lock(t.mu);
   t.events.push_back("get_command_buffer");
+  if (t.minor >= 10) t.end_coalescing_locked();  // PR #164093, first in torch 2.10
   return t.current_locked();
 }
 
 void* fake_get_dispatch_queue() { return &fake_torch().queue; }
 
+void* fake_default_stream() { return &fake_torch(); }
+
+void fake_end_kernel_coalescing(void* stream) {
+  require_queue("at::mps::MPSStream::endKernelCoalescing()");
+  FakeTorch& t = fake_torch();
+  if (stream != &t) violation("endKernelCoalescing called on something that is not PyTorch's MPSStream");
+  std::lock_guard<std::mutex> lock(t.mu);
+  t.events.push_back("endKernelCoalescing");
+  t.end_coalescing_locked();
+}
+
+// torch::mps::commit() -> MPSHooks::commitStream() -> synchronize(SyncType::COMMIT).
 void fake_commit() {
   FakeTorch& t = fake_torch();
   std::lock_guard<std::mutex> lock(t.mu);
@@ -111,6 +192,8 @@ void fake_commit() {
   t.commit_locked();
 }
 
+// torch::mps::synchronize() -> synchronize(SyncType::COMMIT_AND_WAIT); torch.mps.synchronize()
+// calls it with the GIL held (a caller from Python keeps holding it here).
 void fake_synchronize() {
   FakeTorch& t = fake_torch();
   std::vector<MTL::CommandBuffer*> wait;
@@ -126,13 +209,20 @@ void fake_synchronize() {
   }
 }
 
+// dispatch_sync_f onto a serial queue. From a block already on that queue libdispatch
+// deadlocks; here that is a violation.
 void fake_dispatch_sync_f(void* queue, void* context, void (*work)(void*)) {
   FakeTorch& t = fake_torch();
   {
     std::lock_guard<std::mutex> lock(t.mu);
     t.events.push_back(queue == &t.queue ? "queue" : "queue (unknown)");
   }
+  if (t_on_queue) violation("dispatch_sync onto PyTorch's serial queue from a block already on it (a deadlock)");
   std::lock_guard<std::mutex> serial(*static_cast<std::mutex*>(queue));
+  t_on_queue = true;
+  struct Leave {
+    ~Leave() { t_on_queue = false; }
+  } leave;
   work(context);
 }
 
@@ -146,7 +236,15 @@ TorchMpsApi hook_fake_torch_api() {
   api.commit = &fake_commit;
   api.synchronize = &fake_synchronize;
   api.dispatch_sync_f = &fake_dispatch_sync_f;
+  api.get_default_stream = &fake_default_stream;
+  api.end_kernel_coalescing = &fake_end_kernel_coalescing;
   return api;
+}
+
+void hook_fake_torch_set_version(int minor) {
+  FakeTorch& t = fake_torch();
+  std::lock_guard<std::mutex> lock(t.mu);
+  t.minor = minor;
 }
 
 std::vector<std::string> hook_fake_torch_events(bool clear) {
@@ -157,16 +255,31 @@ std::vector<std::string> hook_fake_torch_events(bool clear) {
   return out;
 }
 
-void hook_fake_torch_op(const std::string& label) {
+void hook_fake_torch_op(const std::string& label, uintptr_t buffer, uint64_t offset, uint32_t count, float mul,
+                        float add) {
   FakeTorch& t = fake_torch();
-  std::lock_guard<std::mutex> serial(t.queue);
+  std::lock_guard<std::mutex> serial(t.queue);  // a native op encodes on PyTorch's queue
   std::lock_guard<std::mutex> lock(t.mu);
   t.events.push_back("op " + label);
   NS::AutoreleasePool* pool = NS::AutoreleasePool::alloc()->init();
-  MTL::ComputeCommandEncoder* enc = t.current_locked()->computeCommandEncoder();
-  if (enc) enc->endEncoding();
+  try {
+    MTL::ComputeCommandEncoder* enc = t.encoder_locked();  // left open: kernel coalescing
+    if (enc && buffer && count) {
+      enc->setComputePipelineState(t.axpb_locked());
+      enc->setBuffer(reinterpret_cast<MTL::Buffer*>(buffer), offset, 0);
+      enc->setBytes(&count, sizeof(count), 1);
+      const float ab[2] = {mul, add};
+      enc->setBytes(ab, sizeof(ab), 2);
+      enc->dispatchThreadgroups(MTL::Size((count + 63) / 64, 1, 1), MTL::Size(64, 1, 1));
+    }
+  } catch (...) {
+    pool->release();
+    throw;
+  }
   pool->release();
 }
+
+void hook_fake_torch_synchronize() { fake_synchronize(); }
 
 void hook_release(uintptr_t object) { from_id(reinterpret_cast<void*>(object))->release(); }
 

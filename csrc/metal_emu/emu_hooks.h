@@ -29,14 +29,24 @@ uintptr_t hook_new_foreign_buffer(uint64_t bytes);
 // Commits one named misuse of the Metal API through metal-cpp; returns the validation message
 // ("" if the emulation did not catch it). Names: see emu_hooks.cpp.
 std::string hook_misuse(const std::string& name);
+// One check of Metal's threading (csrc/metal_emu/threading_checks.cpp); "" when it holds, else
+// what went wrong. Names: handler_blocks_only_handlers, wait_after_handlers, max_command_buffer_count.
+std::string hook_threading_check(const std::string& name);
 
-// A stand-in for PyTorch's torch/mps.h API on the emulated device: its own command queue, a
-// current command buffer, a "serial queue" (a mutex), and a record of the calls ("queue",
-// "get_command_buffer", "commit", "synchronize", "op <label>").
+// A stand-in for PyTorch's MPS stream and torch/mps.h API on the emulated device (RULES.md,
+// "PyTorch's MPS stream"): its own command queue, the command buffer being recorded, the compute
+// encoder native ops leave open (kernel coalescing), a serial "queue", and a record of the calls
+// ("queue", "get_command_buffer", "endKernelCoalescing", "commit", "synchronize", "op <label>").
 TorchMpsApi hook_fake_torch_api();
+// Behave as torch 2.<minor>: from 10 on get_command_buffer ends the open encoder (default 9).
+void hook_fake_torch_set_version(int minor);
 std::vector<std::string> hook_fake_torch_events(bool clear);
-// PyTorch's own work: an (empty) compute pass on the current command buffer, as PyTorch encodes
-// one; Metal's one-encoder-at-a-time rule catches an encoder of ours left open.
-void hook_fake_torch_op(const std::string& label);  // the memory behind it, also for private storage
+// A native PyTorch op, on its queue, into the coalesced encoder (left open): with a buffer,
+// x[i] = x[i] * mul + add for `count` floats at byte `offset` (the data really changes, in GPU
+// order); without one it only opens the encoder.
+void hook_fake_torch_op(const std::string& label, uintptr_t buffer = 0, uint64_t offset = 0, uint32_t count = 0,
+                        float mul = 1, float add = 0);
+// torch.mps.synchronize(): commit and wait, with whatever the caller holds (the GIL from Python).
+void hook_fake_torch_synchronize();
 
 }  // namespace tmps::emu

@@ -34,7 +34,8 @@ if(TRITON_MPS_METAL_EMU AND NOT APPLE)
     set(_sources metal/metal_device.cpp metal/metal_impl.cpp metal/torch_stream.cpp metal/fork_check.cpp
         metal_emu/objc_runtime.cpp
         metal_emu/blocks_runtime.cpp metal_emu/foundation.cpp metal_emu/metal_objects.cpp
-        metal_emu/metal_entry.cpp metal_emu/emu_hooks.cpp metal_emu/msgsend_${_tmps_arch}.S)
+        metal_emu/metal_entry.cpp metal_emu/emu_hooks.cpp metal_emu/threading_checks.cpp
+        metal_emu/msgsend_${_tmps_arch}.S)
     foreach(rel IN LISTS _sources)
       string(REPLACE "/" "_" stem "${rel}")
       set(obj "${CMAKE_CURRENT_BINARY_DIR}/metal_emu/${stem}.o")

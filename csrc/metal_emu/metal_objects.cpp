@@ -33,6 +33,8 @@ constexpr uint64_t kMaxThreadgroupMemory = 32768;
 constexpr uint32_t kMaxThreads = 1024;
 constexpr unsigned long kMaxBufferIndex = 31;
 constexpr size_t kMaxSetBytes = 4096;
+constexpr size_t kMaxCommandBufferCount = 64;  // MTLCommandQueue's default maxCommandBufferCount
+constexpr auto kCommandBufferBlockLimit = std::chrono::seconds(10);  // a wait this long is a deadlock
 
 // Never destroyed: a queue thread may still finish a command buffer while statics are torn down.
 std::mutex& g_mu = *new std::mutex;
@@ -444,11 +446,35 @@ class EmuEncoder : public EmuObject {
 
 class EmuQueue;
 
+// A queue's uncompleted command buffers: `commandBuffer` blocks while maxCommandBufferCount of
+// them exist (made and not yet completed, committed or not).
+struct QueueSlots {
+  std::mutex mu;
+  std::condition_variable cv;
+  size_t used = 0;
+  void take() {
+    std::unique_lock<std::mutex> lock(mu);
+    if (!cv.wait_for(lock, kCommandBufferBlockLimit, [&] { return used < kMaxCommandBufferCount; }))
+      violation("commandBuffer blocked: the queue has " + std::to_string(kMaxCommandBufferCount) +
+                " uncompleted command buffers (maxCommandBufferCount) and none completed for 10 s");
+    ++used;
+  }
+  void give() {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      --used;
+    }
+    cv.notify_all();
+  }
+};
+
 class EmuCommandBuffer : public EmuObject {
  public:
-  EmuCommandBuffer(EmuQueue* queue, bool retained, unsigned long error_options, bool validation)
-      : EmuObject(emu_class_named("MTLEmuCommandBuffer")), queue_(queue), retained_(retained),
-        error_options_(error_options), validation_(validation), logs_(new EmuLogContainer({}), /*adopt=*/true) {
+  EmuCommandBuffer(EmuQueue* queue, std::shared_ptr<QueueSlots> slots, bool retained, unsigned long error_options,
+                   bool validation)
+      : EmuObject(emu_class_named("MTLEmuCommandBuffer")), queue_(queue), slots_(std::move(slots)),
+        retained_(retained), error_options_(error_options), validation_(validation),
+        logs_(new EmuLogContainer({}), /*adopt=*/true) {
     if (error_options_) count(&EmuCounters::command_buffers_with_error_options);
   }
   id compute_encoder() { return open_encoder(Pass{}); }
@@ -473,10 +499,12 @@ class EmuCommandBuffer : public EmuObject {
     handlers_.emplace_back(block);
   }
   void commit();
+  // Returns once every completed handler returned (Metal: a handler that blocks keeps the
+  // wait from returning).
   void wait_until_completed() {
     std::unique_lock<std::mutex> lock(mu_);
     if (status_ < MTL::CommandBufferStatusCommitted) violation("waitUntilCompleted on a command buffer that was never committed");
-    cv_.wait(lock, [&] { return status_ >= MTL::CommandBufferStatusCompleted; });
+    cv_.wait(lock, [&] { return handlers_done_; });
   }
   unsigned long status() {
     std::lock_guard<std::mutex> lock(mu_);
@@ -500,7 +528,8 @@ class EmuCommandBuffer : public EmuObject {
     encoder_open_ = false;
   }
   bool retains() const { return retained_; }
-  void execute();  // on the queue's thread
+  void execute();   // on the queue's thread: runs the passes, sets the status
+  void complete();  // on the queue's completion thread: the completed handlers, then waiters
 
  protected:
   void dealloc() override;
@@ -515,6 +544,8 @@ class EmuCommandBuffer : public EmuObject {
   void run_pass(Pass& pass);
 
   EmuQueue* queue_;
+  std::shared_ptr<QueueSlots> slots_;  // given back once completed (or deallocated uncommitted)
+  bool slot_given_ = false;
   bool retained_;
   const unsigned long error_options_;
   const bool validation_;  // shader validation (MTL_SHADER_VALIDATION=1 when the device was made)
@@ -526,6 +557,7 @@ class EmuCommandBuffer : public EmuObject {
   unsigned long status_ = MTL::CommandBufferStatusNotEnqueued;
   Strong<NSErrorEmu> error_;
   std::vector<Block1> handlers_;
+  bool handlers_done_ = false;
   double gpu_start_ = 0, gpu_end_ = 0;
 };
 
@@ -538,18 +570,25 @@ class EmuCommandBufferDescriptor : public EmuObject {
   unsigned long error_options = 0;
 };
 
-// The queue executes committed command buffers in commit order on its own thread.
+// The queue executes committed command buffers in commit order on its own thread, and runs
+// their completed handlers on another (Metal's completion thread), in the same order.
 class EmuQueue : public EmuObject {
  public:
   explicit EmuQueue(bool validation)
-      : EmuObject(emu_class_named("MTLEmuCommandQueue")), validation_(validation), state_(std::make_shared<State>()) {
+      : EmuObject(emu_class_named("MTLEmuCommandQueue")), validation_(validation), state_(std::make_shared<State>()),
+        slots_(std::make_shared<QueueSlots>()) {
     std::thread([s = state_] { run(s); }).detach();
+    std::thread([s = state_] { run_completions(s); }).detach();
   }
   id command_buffer_with(const void* desc) {
     auto* d = as_required<EmuCommandBufferDescriptor>(desc, "commandBufferWithDescriptor: descriptor");
-    return (new EmuCommandBuffer(this, d->retained, d->error_options, validation_))->autorelease()->self_id();
+    slots_->take();
+    return (new EmuCommandBuffer(this, slots_, d->retained, d->error_options, validation_))->autorelease()->self_id();
   }
-  id command_buffer() { return (new EmuCommandBuffer(this, true, 0, validation_))->autorelease()->self_id(); }
+  id command_buffer() {
+    slots_->take();
+    return (new EmuCommandBuffer(this, slots_, true, 0, validation_))->autorelease()->self_id();
+  }
   void enqueue(EmuCommandBuffer* cb) {
     cb->retain();  // Metal keeps a committed command buffer alive until it completed
     std::lock_guard<std::mutex> lock(state_->mu);
@@ -568,8 +607,10 @@ class EmuQueue : public EmuObject {
   struct State {
     std::mutex mu;
     std::condition_variable cv;
-    std::deque<EmuCommandBuffer*> pending;
+    std::deque<EmuCommandBuffer*> pending;    // committed, to execute (+1 each)
+    std::deque<EmuCommandBuffer*> completed;  // executed, handlers to run (+1 each)
     bool stop = false;
+    bool executor_done = false;
   };
   static void run(std::shared_ptr<State> s) {
     for (;;) {
@@ -577,7 +618,11 @@ class EmuQueue : public EmuObject {
       {
         std::unique_lock<std::mutex> lock(s->mu);
         s->cv.wait(lock, [&] { return s->stop || !s->pending.empty(); });
-        if (s->pending.empty()) return;
+        if (s->pending.empty()) {
+          s->executor_done = true;
+          s->cv.notify_all();
+          return;
+        }
         cb = s->pending.front();
         s->pending.pop_front();
       }
@@ -587,12 +632,32 @@ class EmuQueue : public EmuObject {
       }
       push_autorelease_pool(nullptr);
       cb->execute();
+      pop_autorelease_pool(nullptr);
+      std::lock_guard<std::mutex> lock(s->mu);
+      s->completed.push_back(cb);
+      s->cv.notify_all();
+    }
+  }
+  // A handler that blocks delays the handlers after it, not the GPU (the executor goes on).
+  static void run_completions(std::shared_ptr<State> s) {
+    for (;;) {
+      EmuCommandBuffer* cb = nullptr;
+      {
+        std::unique_lock<std::mutex> lock(s->mu);
+        s->cv.wait(lock, [&] { return s->executor_done || !s->completed.empty(); });
+        if (s->completed.empty()) return;
+        cb = s->completed.front();
+        s->completed.pop_front();
+      }
+      push_autorelease_pool(nullptr);
+      cb->complete();
       cb->release();
       pop_autorelease_pool(nullptr);
     }
   }
   const bool validation_;
   std::shared_ptr<State> state_;
+  std::shared_ptr<QueueSlots> slots_;
 };
 
 // --- encoder ----------------------------------------------------------------------------------
@@ -757,7 +822,6 @@ void EmuCommandBuffer::execute() {
     }
   }
   gpu_end_ = now_seconds();
-  std::vector<Block1> handlers;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (invalid_access) {
@@ -776,15 +840,29 @@ void EmuCommandBuffer::execute() {
     } else {
       status_ = MTL::CommandBufferStatusCompleted;
     }
+  }
+}
+
+void EmuCommandBuffer::complete() {
+  std::vector<Block1> handlers;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
     handlers.swap(handlers_);  // each handler runs exactly once
   }
   for (Block1& h : handlers) h(self_id());
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    handlers_done_ = true;
+    slot_given_ = true;
+  }
+  slots_->give();
   cv_.notify_all();
 }
 
 void EmuCommandBuffer::dealloc() {
   if (status() == MTL::CommandBufferStatusCommitted)
     note_violation("a committed command buffer was deallocated before it completed");
+  if (!slot_given_) slots_->give();  // never committed (or never completed)
   if (retained_)
     for (Pass& p : passes_)
       for (Command& c : p.commands)

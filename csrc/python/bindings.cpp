@@ -359,7 +359,11 @@ NB_MODULE(_core, m) {
           "threadgroup_memory"_a = std::vector<std::pair<uint32_t, uint32_t>>{}, "pack_scalars_at"_a = -1, "timed"_a = false,
           "before_own"_a = nb::none())
       .def("commit", [](DeviceContext& c) { nb::gil_scoped_release r; c.stream->commit(); })
-      .def("synchronize", [](DeviceContext& c) { nb::gil_scoped_release r; c.router->synchronize(); })
+      .def("synchronize", [](DeviceContext& c) {
+            DrainReleasedOwners drain;  // after the GIL is back: what completion handlers released
+            nb::gil_scoped_release r;
+            c.router->synchronize();
+          })
       // The stream lock may be held by a launch waiting for the GPU, whose completion handlers
       // may need the GIL: never wait for it with the GIL held.
       .def_prop_ro("pending", [](DeviceContext& c) { nb::gil_scoped_release r; return c.stream->pending(); })
@@ -427,19 +431,30 @@ NB_MODULE(_core, m) {
   m.def("emu_release", &emu::hook_release, "handle"_a);
   m.def("emu_buffer_memory", &emu::hook_buffer_memory, "handle"_a);
   m.def("emu_misuse", &emu::hook_misuse, "name"_a);
+  m.def("emu_threading_check", [](const std::string& name) {
+        nb::gil_scoped_release r;  // the checks wait on emulated Metal threads
+        return emu::hook_threading_check(name);
+      }, "name"_a);
   m.def("emu_new_foreign_buffer", &emu::hook_new_foreign_buffer, "nbytes"_a);
   // PyTorch's MPS stream on the emulated device: the real torch_stream.cpp over a fake torch/mps.h API.
-  m.def("emu_attach_fake_torch", [](std::shared_ptr<DeviceContext> ctx) {
-        auto stream = make_torch_mps_stream(ctx->device, emu::hook_fake_torch_api());
+  // `aten_symbols=False`: a libtorch that does not export MPSStream::endKernelCoalescing.
+  m.def("emu_attach_fake_torch", [](std::shared_ptr<DeviceContext> ctx, bool aten_symbols) {
+        TorchMpsApi api = emu::hook_fake_torch_api();
+        if (!aten_symbols) api.get_default_stream = nullptr, api.end_kernel_coalescing = nullptr;
+        auto stream = make_torch_mps_stream(ctx->device, api);
         if (!stream) throw InvalidArgument("device '" + ctx->device->info().name + "' is not a Metal device");
         {
           nb::gil_scoped_release r;
           ctx->router->set_foreign(std::move(stream));
         }
         ctx->foreign_looked_up = true;
-      }, "device"_a);
+      }, "device"_a, "aten_symbols"_a = true);
   m.def("emu_fake_torch_events", &emu::hook_fake_torch_events, "clear"_a = true);
-  m.def("emu_fake_torch_op", &emu::hook_fake_torch_op, "label"_a);
+  m.def("emu_fake_torch_op", &emu::hook_fake_torch_op, "label"_a, "buffer"_a = 0, "offset"_a = 0, "count"_a = 0,
+        "mul"_a = 1.0f, "add"_a = 0.0f);
+  m.def("emu_fake_torch_set_version", &emu::hook_fake_torch_set_version, "minor"_a);
+  // torch.mps.synchronize(): waits with the GIL held, as PyTorch's does (no gil_scoped_release).
+  m.def("emu_fake_torch_synchronize", &emu::hook_fake_torch_synchronize);
 #endif
   m.def("devices", [] {
     nb::list out;

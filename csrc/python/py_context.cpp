@@ -36,6 +36,47 @@ ScalarValue python_scalar(nb::handle v, bool want_float, const std::string& wher
   throw InvalidArgument(where + ": value " + nb::cast<std::string>(nb::repr(v)) + " does not fit");
 }
 
+namespace {
+// Never destroyed: a Metal thread may release an owner while statics are torn down at exit.
+std::mutex& g_released_mu = *new std::mutex;
+std::vector<PyObject*>& g_released = *new std::vector<PyObject*>;  // references to drop on a Python thread
+
+int drain_pending_call(void*) {
+  drain_released_owners();
+  return 0;
+}
+}  // namespace
+
+void release_owner(nb::object owner) {
+  if (!owner.is_valid()) return;
+  if (!Py_IsInitialized()) {  // the interpreter is gone (exit): nothing to drop it with
+    owner.release();
+    return;
+  }
+  if (PyGILState_Check()) {
+    owner.reset();
+    return;
+  }
+  bool first;
+  {
+    std::lock_guard<std::mutex> lock(g_released_mu);
+    first = g_released.empty();
+    g_released.push_back(owner.release().ptr());
+  }
+  // Callable without the GIL; the main thread runs it soon. Should it fail (queue full), the
+  // next launch or synchronize drains.
+  if (first) Py_AddPendingCall(&drain_pending_call, nullptr);
+}
+
+void drain_released_owners() {
+  std::vector<PyObject*> drop;
+  {
+    std::lock_guard<std::mutex> lock(g_released_mu);
+    drop.swap(g_released);
+  }
+  for (PyObject* p : drop) Py_DECREF(p);
+}
+
 std::vector<std::shared_ptr<DeviceContext>>& contexts() {
   static std::vector<std::shared_ptr<DeviceContext>> all;
   static std::once_flag once;

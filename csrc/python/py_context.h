@@ -70,6 +70,19 @@ struct BufferRef {
   }
 };
 
+// Drops a reference to a Python object from any thread. Only a thread that holds the GIL drops
+// it at once; any other (a Metal completion handler, a waiting launch) queues it for a Python
+// thread (a pending call, the next launch or synchronize) and never waits for the GIL:
+// torch.mps.synchronize() waits for the command buffer while holding the GIL, and Metal's
+// waitUntilCompleted does not return before the command buffer's completed handlers returned.
+void release_owner(nb::object owner);
+// Drops what release_owner queued; the GIL is held.
+void drain_released_owners();
+// Declared before a gil_scoped_release: drains once the GIL is back (also when the call throws).
+struct DrainReleasedOwners {
+  ~DrainReleasedOwners() { drain_released_owners(); }
+};
+
 // Memory owned by a Python object (numpy array, torch CPU tensor, or the MTLBuffer of a torch
 // `mps` tensor): the wrapper keeps the owner alive for as long as any dispatch or view still
 // refers to the memory. For `mps` tensors retaining the MTLBuffer is not enough: PyTorch's
@@ -80,15 +93,7 @@ class OwnedHostBuffer : public RawBuffer {
  public:
   OwnedHostBuffer(std::unique_ptr<RawBuffer> inner, nb::object owner, std::shared_ptr<void> tracked = {})
       : inner_(std::move(inner)), owner_(std::move(owner)), tracked_(std::move(tracked)) {}
-  ~OwnedHostBuffer() override {
-    // May run on a completion thread: the owner's refcount needs the GIL.
-    if (Py_IsInitialized()) {
-      nb::gil_scoped_acquire gil;
-      owner_.reset();
-    } else {
-      owner_.release();
-    }
-  }
+  ~OwnedHostBuffer() override { release_owner(std::move(owner_)); }  // may run on a Metal thread
   void* contents() override { return inner_->contents(); }
   size_t length() const override { return inner_->length(); }
   void* native_handle() override { return inner_->native_handle(); }

@@ -348,6 +348,7 @@ class TritonLauncher {
       if (empty) {
         ctx.stream->launch(fn.pipeline, args, cfg, false);  // validates; runs nothing (as on CUDA)
       } else {
+        DrainReleasedOwners drain;       // once the GIL is back: owners released while it was not held
         nb::gil_scoped_release release;  // the simulator executes here; other Python threads may run
         if (foreign)
           timing = ctx.router->launch_foreign(fn.pipeline, args, cfg, timed, wait_);
@@ -771,7 +772,11 @@ void bind_triton_launcher(nb::module_& m) {
         if (!f) return nb::none();
         return nb::cast(f->name());
       }, "device"_a, "The name of the device's foreign stream ('torch-mps', ...) or None.");
-  m.def("foreign_pending", [](std::shared_ptr<DeviceContext> ctx) { return ctx->router->foreign_pending(); },
+  // The router's lock may be held across a wait for the GPU: never wait for it holding the GIL.
+  m.def("foreign_pending", [](std::shared_ptr<DeviceContext> ctx) {
+        nb::gil_scoped_release r;
+        return ctx->router->foreign_pending();
+      },
         "device"_a, "Launches on the foreign stream not yet waited for.");
   m.def("torch_mps_api_symbols", [](const std::string& library) {
         std::string error;
@@ -782,10 +787,14 @@ void bind_triton_launcher(nb::module_& m) {
         d[kTorchCommit] = api.commit != nullptr;
         d[kTorchSynchronize] = api.synchronize != nullptr;
         d["dispatch_sync_f"] = api.dispatch_sync_f != nullptr;
+        // Optional (ATen internals; exported only by macOS builds of torch).
+        d[kAtenDefaultMpsStream] = api.get_default_stream != nullptr;
+        d[kAtenEndKernelCoalescing] = api.end_kernel_coalescing != nullptr;
         return d;
       }, "library"_a, "Which of PyTorch's torch/mps.h functions (and libdispatch's dispatch_sync_f) resolve "
       "in this process or the loaded `library` (it is never loaded here).");
   m.def("set_foreign_commit_every", [](std::shared_ptr<DeviceContext> ctx, size_t n) {
+        nb::gil_scoped_release r;
         ctx->router->set_foreign_commit_every(n);
       }, "device"_a, "n"_a);
 

@@ -92,9 +92,8 @@ class FakeMpsTensor(torch.Tensor):
         return _memory(self._handle, self._capacity)[self._offset :].copy()
 
 
-@pytest.fixture
-def emu_launcher(mps_driver, monkeypatch):
-    monkeypatch.setenv("TRITON_MPS_LAUNCH_SYNC", "0")  # the launch returns before the kernel ran
+def make_launcher(mps_driver):
+    """The add1 launcher on the emulated device: (run(n, x, y, n), device)."""
     index = next(i for i, d in enumerate(triton_mps.devices()) if d.is_emulated)
     compiled = CompiledMSL(msl=ADD1, name="add1", num_warps=4, shared=0, args=ARGS)
     meta = Metadata("add1", 4, 32, 0, compiled.to_metadata(), 1)
@@ -105,7 +104,13 @@ def emu_launcher(mps_driver, monkeypatch):
     def run(n, *args):
         launcher((n + 127) // 128, 1, 1, 0, function, (4, 1, 0), None, None, None, *args)
 
-    yield run, triton_mps.devices()[index]
+    return run, triton_mps.devices()[index]
+
+
+@pytest.fixture
+def emu_launcher(mps_driver, monkeypatch):
+    monkeypatch.setenv("TRITON_MPS_LAUNCH_SYNC", "0")  # the launch returns before the kernel ran
+    yield make_launcher(mps_driver)
     _core.emu_hold_queues(False)
 
 
@@ -144,6 +149,7 @@ def fake_torch_stream(emu_launcher, monkeypatch):
     _core.emu_attach_fake_torch(dev)
     _core.emu_fake_torch_events()
     yield run, dev
+    _core.emu_hold_queues(False)  # a failed test may leave the GPU held: detaching waits for it
     _core.detach_foreign_stream(dev)
     _core.emu_fake_torch_events()
 
@@ -158,8 +164,9 @@ def test_mps_launch_is_encoded_on_torchs_stream_without_waiting(fake_torch_strea
     _core.emu_hold_queues(True)  # the GPU has not started: a launch that waited would hang here
     run(1000, x, y, 1000)
     _core.emu_fake_torch_op("after")  # PyTorch's next op: our encoder must be closed by now
+    # PyTorch's open encoder is ended and its command buffer fetched on its queue (issue 18 item 1).
     assert _core.emu_fake_torch_events() == [
-        "op before", "get_command_buffer", "queue", "op after"]
+        "op before", "queue", "endKernelCoalescing", "get_command_buffer", "op after"]
     assert np.isnan(y.read()).all()
     before = _core.emu_stats()["command_buffers_committed"]
     _core.emu_hold_queues(False)
@@ -183,7 +190,8 @@ def test_torch_stream_keeps_tensors_alive_and_commits_every_n(fake_torch_stream,
             run(500, x, y, 500)
             del x  # the stand-in allocator would overwrite its buffer if we did not hold it
             gc.collect()
-        assert _core.emu_fake_torch_events() == ["get_command_buffer", "queue"] * 2 + ["queue", "commit"]
+        assert _core.emu_fake_torch_events() == ["queue", "endKernelCoalescing", "get_command_buffer"] * 2 + [
+            "queue", "commit"]
         _core.emu_hold_queues(False)
         dev.synchronize()
         np.testing.assert_array_equal(y.read(), values + 1)
@@ -199,7 +207,7 @@ def test_profiled_launch_on_torchs_stream_has_its_own_command_buffer(fake_torch_
     with triton_mps.profile() as prof:
         run(300, x, y, 300)
         assert _core.emu_fake_torch_events() == [
-            "queue", "commit", "get_command_buffer", "queue", "queue", "commit"]
+            "queue", "commit", "queue", "endKernelCoalescing", "get_command_buffer", "queue", "commit"]
     (rec,) = prof.records
     assert rec.stream == "foreign" and rec.device_us is not None and rec.device_us >= 0 and not rec.error
     np.testing.assert_array_equal(y.read(), values + 1)
@@ -238,3 +246,93 @@ def test_runtime_api_mps_launch_without_torchs_stream_synchronizes_torch_first(e
     dev.synchronize()
     assert calls == ["torch.mps.synchronize"]
     np.testing.assert_array_equal(y.read(), values + 1)
+
+
+@pytest.fixture(params=[9, 10], ids=["torch2.9", "torch2.10"])
+def torch_version(request):
+    """The fake PyTorch behaves as torch 2.9 (get_command_buffer leaves the coalesced encoder open)
+    or 2.10 (it ends it, PyTorch PR #164093)."""
+    _core.emu_clear_violations()
+    _core.emu_fake_torch_set_version(request.param)
+    yield request.param
+    _core.emu_fake_torch_set_version(9)
+    _core.emu_clear_violations()
+
+
+def test_launch_after_a_torch_op_that_left_its_encoder_open(fake_torch_stream, torch_version, rng):
+    # Issue 18 item 1: a native op (torch.sin, indexing) leaves PyTorch's compute encoder open;
+    # before torch 2.10 get_command_buffer does not end it, and a second encoder aborts on a Mac.
+    # get_command_buffer must also be called on PyTorch's queue (both versions).
+    run, dev = fake_torch_stream
+    values = rng.standard_normal(1000).astype(np.float32)
+    x = FakeMpsTensor(values, offset=4)
+    y = FakeMpsTensor(np.full(1000, np.nan, np.float32))
+    _core.emu_fake_torch_op("x*2", x._handle, 16, 1000, 2.0, 0.0)  # x *= 2, encoder left open
+    run(1000, x, y, 1000)  # y = x + 1
+    _core.emu_fake_torch_op("y*3", y._handle, 0, 1000, 3.0, 0.0)  # y *= 3, after our dispatch
+    assert _core.emu_fake_torch_events() == [
+        "op x*2", "queue", "endKernelCoalescing", "get_command_buffer", "op y*3"]
+    dev.synchronize()
+    np.testing.assert_array_equal(y.read(), (values * np.float32(2) + np.float32(1)) * np.float32(3))
+    assert _core.emu_violations() == []
+
+
+TORCH_SYNC_CHILD = r"""
+import sys
+import numpy as np
+sys.path.insert(0, sys.argv[1])
+from triton_mps import _core
+from triton_mps.backend.driver import MPSDriver
+from test_metal_emu_torch import FakeMpsTensor, make_launcher
+
+run, dev = make_launcher(MPSDriver())
+_core.emu_attach_fake_torch(dev)
+_core.emu_fake_torch_set_version(int(sys.argv[2]))
+values = np.linspace(-3, 3, 777, dtype=np.float32)
+x = FakeMpsTensor(values)
+_core.emu_fake_torch_op("sin", x._handle, 0, 777, 2.0, 0.0)  # PyTorch's op: x *= 2, encoder left open
+y = FakeMpsTensor(np.full(777, np.nan, np.float32))
+run(777, x, y, 777)  # y = x + 1 on PyTorch's command buffer
+del x  # now only our completion handler holds it
+_core.emu_fake_torch_synchronize()  # torch.mps.synchronize(): waits with the GIL held
+got = y.read()
+assert np.array_equal(got, values * np.float32(2) + np.float32(1)), got[:4]
+assert _core.emu_violations() == [], _core.emu_violations()
+print("ok")
+"""
+
+
+@pytest.mark.parametrize("minor", [9, 10], ids=["torch2.9", "torch2.10"])
+def test_torch_op_launch_synchronize_read(minor):
+    # Issue 18 items 1 and 2: torch.sin(x), a launch on the same tensor, torch.mps.synchronize(),
+    # a read. The synchronize waits for the command buffer holding the GIL, and Metal's wait
+    # returns only after the completed handlers returned: a handler that takes the GIL (to drop
+    # the tensor it kept alive) deadlocks. A child process, so that a hang fails the test.
+    import os
+    import subprocess
+    import sys
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_MPS_LAUNCH_SYNC"}
+    try:
+        r = subprocess.run([sys.executable, "-c", TORCH_SYNC_CHILD, here, str(minor)], env=env,
+                           capture_output=True, text=True, timeout=60)
+    except subprocess.TimeoutExpired:
+        pytest.fail("torch.mps.synchronize() after a launch on PyTorch's stream hung (deadlock)")
+    assert r.returncode == 0 and r.stdout.strip().endswith("ok"), r.stdout[-2000:] + r.stderr[-3000:]
+
+
+def test_without_aten_symbols_commit_ends_torchs_encoder(fake_torch_stream, rng):
+    # A libtorch that does not export MPSStream::endKernelCoalescing: torch::mps::commit() ends
+    # PyTorch's open encoder instead (then commits), still on PyTorch's queue.
+    run, dev = fake_torch_stream
+    _core.emu_clear_violations()
+    _core.emu_attach_fake_torch(dev, aten_symbols=False)
+    values = rng.standard_normal(300).astype(np.float32)
+    x, y = FakeMpsTensor(values), FakeMpsTensor(np.full(300, np.nan, np.float32))
+    _core.emu_fake_torch_op("x+5", x._handle, 0, 300, 1.0, 5.0)  # torch 2.9: encoder left open
+    run(300, x, y, 300)
+    assert _core.emu_fake_torch_events() == ["op x+5", "queue", "commit", "get_command_buffer"]
+    dev.synchronize()
+    np.testing.assert_array_equal(y.read(), values + np.float32(5) + np.float32(1))
+    assert _core.emu_violations() == []
