@@ -225,7 +225,8 @@ def test_runtime_api_mps_launch_is_encoded_on_torchs_stream(fake_torch_stream, r
     _core.emu_hold_queues(True)
     k(x, y, 700, grid=6, threads=128)
     _core.emu_fake_torch_op("after")
-    assert _core.emu_fake_torch_events() == ["op before", "get_command_buffer", "queue", "op after"]
+    assert _core.emu_fake_torch_events() == ["op before", "queue", "endKernelCoalescing", "get_command_buffer",
+                                             "op after"]
     _core.emu_hold_queues(False)
     dev.synchronize()
     assert _core.emu_fake_torch_events() == ["synchronize"]
