@@ -8,8 +8,9 @@ tools/conformance/run_inductor.py.
   `triton_cpu_xfail`): a pass there is a case triton-cpu fails and we pass; a failure is ours.
 - `--tmps-lift-triton-cpu-skips`: also runs the tests PyTorch skips only for triton-cpu
   (`@skip_if_triton_cpu` and the tests' own `if is_triton_cpu_backend(...): raise SkipTest`);
-  `TRITON_CPU_SLOW_TESTS` (skipped as slow on triton-cpu) stay skipped (record field
-  `triton_cpu_skip` marks the lifted ones).
+  `TRITON_CPU_SLOW_TESTS` (skipped as slow on triton-cpu) stay skipped. The record field
+  `triton_cpu_skip` marks the tests whose code holds such a skip (for `test_pointwise`, every
+  instance, also those whose op the skip does not name).
 """
 
 from __future__ import annotations
