@@ -28,6 +28,19 @@ def test_strict_check_rejects_an_implicit_coherent_drop():
     # An explicit cast may drop it (MSL's atomic casts do), and the real build is unaffected.
     triton_mps.compile_msl(_DROP % "(device float*)p", "k", sim, language_version="3.2")
     triton_mps.compile_msl(_DROP % "p", "k", sim, language_version="3.2", strict=False)
+    # What Metal certainly allows stays allowed: both spellings, vector and scalar loads and
+    # stores, pointer arithmetic, atomics through an explicit cast, coherent-to-coherent calls.
+    ok = """#include <metal_stdlib>
+using namespace metal;
+void put(coherent(device) device float* q) { q[1] = q[0]; }
+kernel void k(coherent(device) device float* p [[buffer(0)]], device coherent(device) float4* v [[buffer(1)]],
+              coherent(device) device int* c [[buffer(2)]]) {
+  v[1] = v[0] * 2.0f;
+  put(p + 2);
+  atomic_fetch_add_explicit((device atomic_int*)c, 1, memory_order_relaxed);
+}
+"""
+    triton_mps.compile_msl(ok, "k", sim, language_version="3.2")
 
 
 @triton.jit
