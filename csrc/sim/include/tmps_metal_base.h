@@ -27,7 +27,12 @@ extern "C" __attribute__((visibility("default"))) const tmps_sim_runtime* tmps_s
 // MSL 3.2 `coherent(device)` on a device pointer: its plain loads and stores are coherent across
 // threadgroups. The simulator's memory always is: a no-op at 3.2. Below 3.2 Metal has no such
 // qualifier; the name the compiler then reports says why.
-#if __METAL_VERSION__ >= 320
+// The strict check spells it `volatile`, Metal's strictest possible reading (a qualifier an
+// implicit conversion cannot drop): clang then rejects emitted MSL that relies on dropping it
+// implicitly, while explicit casts stay fine. Not in real builds: volatile slows every access.
+#if __METAL_VERSION__ >= 320 && defined(TMPS_SIM_STRICT)
+#define coherent(scope) volatile
+#elif __METAL_VERSION__ >= 320
 #define coherent(scope)
 #else
 #define coherent(scope) coherent_device_needs_MSL_3_2_macOS_15

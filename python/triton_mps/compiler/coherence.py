@@ -4,7 +4,9 @@ In MSL 3.2 a device-scope fence orders memory, but plain loads of data other thr
 during the same dispatch are only guaranteed fresh through a `coherent(device)` pointer; without it
 they may hit a non-coherent cache (the "last block reduces" pattern would read stale partials).
 So a kernel that emits TMPS_DEVICE_FENCE is lowered with every pointer type spelled
-`TMPS_COHERENT device T*`: parameters, locals, callee parameters and casts alike. Below 3.2 the
+`TMPS_COHERENT device T*`: parameters, locals, callee parameters, atomic helpers' parameters and
+casts alike, so that the MSL never relies on an implicit conversion dropping the qualifier (the
+simulator's strict check reads it as `volatile` to reject one). Below 3.2 the
 qualifier does not exist and the macro is empty (the fences are empty too: docs/msl-versions.md).
 Kernels without fences never see the macro, so their MSL does not change.
 """

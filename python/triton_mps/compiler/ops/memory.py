@@ -244,7 +244,7 @@ def _lock_helper(ctx: LoweringContext, name: str, t: str, body: str, extra_param
   return (uint)(((addr >> 3) * 0x9E3779B97F4A7C15ul) >> {64 - (LOCK_WORDS.bit_length() - 1)});
 }}
 """)
-    ctx.e.helper(fn, f"""inline {t} {fn}(device atomic_uint* locks, device {t}* p{extra_param}, {t} v) {{
+    ctx.e.helper(fn, f"""inline {t} {fn}(device atomic_uint* locks, {device_ptr(t)} p{extra_param}, {t} v) {{
   device atomic_uint* lock = locks + tmps_lock_slot((ulong)p);
   device atomic_uint* w = (device atomic_uint*)p;  // little-endian halves
   {t} o = 0;
@@ -329,7 +329,7 @@ def _float_combine_bits(ctx, kind: str, t: str, bits: int) -> str:
 def _cas_helper_32(ctx, name: str, t: str, combine: str) -> str:
     """CAS loop on a 32-bit slot holding T: new bits = combine(o, ob, v, vb)."""
     fn = f"tmps_atomic_{name}_{t}"
-    ctx.e.helper(fn, f"""inline {t} {fn}(device {t}* p, {t} v) {{
+    ctx.e.helper(fn, f"""inline {t} {fn}({device_ptr(t)} p, {t} v) {{
   device atomic_uint* a = (device atomic_uint*)p;
   uint vb = as_type<uint>(v);
   uint ob = atomic_load_explicit(a, memory_order_relaxed);
@@ -349,7 +349,7 @@ def _cas_helper_16(ctx, name: str, t: str, combine: str) -> str:
     """CAS loop on the aligned 32-bit word containing a 16-bit T: replace our half, keep the
     other (a neighbour may update it concurrently: then the CAS fails and we retry)."""
     fn = f"tmps_atomic_{name}_{t}"
-    ctx.e.helper(fn, f"""inline {t} {fn}(device {t}* p, {t} v) {{
+    ctx.e.helper(fn, f"""inline {t} {fn}({device_ptr(t)} p, {t} v) {{
   uint shift = ((ulong)p & 2ul) ? 16u : 0u;
   device atomic_uint* a = (device atomic_uint*)(p - (((ulong)p >> 1) & 1ul));
   ushort vb = as_type<ushort>(v);
@@ -409,7 +409,7 @@ def _cas_call(ctx: LoweringContext, op: Op, ety: ScalarType, ptr: str, cmp: str,
     t = ety.msl()
     fn = f"tmps_atomic_cas_{t}"
     if ety.bits == 32:
-        ctx.e.helper(fn, f"""inline {t} {fn}(device {t}* p, {t} cmp, {t} v) {{
+        ctx.e.helper(fn, f"""inline {t} {fn}({device_ptr(t)} p, {t} cmp, {t} v) {{
   // Strong compare-and-swap from Metal's weak one (bitwise comparison).
   device atomic_uint* a = (device atomic_uint*)p;
   uint expected = as_type<uint>(cmp);
@@ -423,7 +423,7 @@ def _cas_call(ctx: LoweringContext, op: Op, ety: ScalarType, ptr: str, cmp: str,
 """)
         return f"{fn}({ptr}, {cmp}, {val})"
     if ety.bits == 16:
-        ctx.e.helper(fn, f"""inline {t} {fn}(device {t}* p, {t} cmp, {t} v) {{
+        ctx.e.helper(fn, f"""inline {t} {fn}({device_ptr(t)} p, {t} cmp, {t} v) {{
   // On the containing 32-bit word; a failed CAS because only the other half changed retries.
   uint shift = ((ulong)p & 2ul) ? 16u : 0u;
   device atomic_uint* a = (device atomic_uint*)(p - (((ulong)p >> 1) & 1ul));
@@ -582,7 +582,7 @@ def _poll_helper(ctx: LoweringContext, ety: ScalarType) -> str:
                 "    uint lo = atomic_load_explicit(w, memory_order_relaxed);\n"
                 "    if (atomic_load_explicit(w + 1, memory_order_relaxed) != hi) continue;\n"
                 "    ulong v = ((ulong)hi << 32) | lo;")
-    ctx.e.helper(fn, f"""inline bool {fn}(device {t}* p, {t} expected, bool timed, ulong polls) {{
+    ctx.e.helper(fn, f"""inline bool {fn}({device_ptr(t)} p, {t} expected, bool timed, ulong polls) {{
   // spin until *p == expected; with a timeout, at most `polls` loads
   for (ulong n = 0ul;; ) {{
     {load}
