@@ -73,8 +73,9 @@ void AccessMap::reset(const LaunchSpec& spec) {
   allowed_.clear();
   for (uint32_t i = 0; i < TMPS_SIM_MAX_BUFFERS; ++i) {
     if (!spec.buffers[i]) continue;
-    const auto lo = reinterpret_cast<uintptr_t>(spec.buffers[i]);
-    buffers_.push_back({lo, lo + spec.buffer_sizes[i], i});
+    const auto ptr = reinterpret_cast<uintptr_t>(spec.buffers[i]);
+    const auto lo = spec.buffer_starts[i] ? reinterpret_cast<uintptr_t>(spec.buffer_starts[i]) : ptr;
+    buffers_.push_back({lo, ptr + spec.buffer_sizes[i], i, ptr});
   }
   allow(&spec, sizeof spec);  // the argument table's arrays live in the spec
   allow(runtime(), sizeof(tmps_sim_runtime));
@@ -109,7 +110,8 @@ std::string AccessMap::describe(uintptr_t addr, uint64_t size, bool write) const
       << best << " bytes " << (addr < near->lo ? "after" : "before") << " it)";
     return o.str();
   }
-  const int64_t off = static_cast<int64_t>(addr - near->lo);  // two's complement: negative below
+  // Offsets count from the kernel's pointer (element 0), as the kernel indexes.
+  const int64_t off = static_cast<int64_t>(addr - near->ptr);  // two's complement: negative below
   const bool inside_start = addr >= near->lo && addr < near->hi;
   o << (inside_start ? " straddling the end of " : off < 0 ? " before " : " past the end of ") << "buffer("
     << near->index << ")";

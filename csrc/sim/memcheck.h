@@ -72,6 +72,7 @@ class AccessMap {
   struct Range {
     uintptr_t lo = 0, hi = 0;
     uint32_t index = 0;  // buffers: [[buffer(index)]]
+    uintptr_t ptr = 0;   // buffers: the kernel's pointer (lo <= ptr <= hi); offsets count from it
   };
   const tmps_sim_kernel* kernel_ = nullptr;
   std::vector<Range> buffers_;

@@ -1127,8 +1127,10 @@ DispatchCounters Scheduler::run(const LaunchSpec& spec) {
       ++d.mc.count;
     };
     for (uint32_t i = 0; i < TMPS_SIM_MAX_BUFFERS; ++i)
-      if (spec.buffers[i])
-        add(reinterpret_cast<uintptr_t>(spec.buffers[i]), reinterpret_cast<uintptr_t>(spec.buffers[i]) + spec.buffer_sizes[i]);
+      if (spec.buffers[i]) {
+        const auto ptr = reinterpret_cast<uintptr_t>(spec.buffers[i]);
+        add(spec.buffer_starts[i] ? reinterpret_cast<uintptr_t>(spec.buffer_starts[i]) : ptr, ptr + spec.buffer_sizes[i]);
+      }
     add(reinterpret_cast<uintptr_t>(runtime()), reinterpret_cast<uintptr_t>(runtime() + 1));
     add(reinterpret_cast<uintptr_t>(&spec), reinterpret_cast<uintptr_t>(&spec + 1));
     // The race check sees every threadgroup access; interleaving sees every access.

@@ -36,6 +36,10 @@ struct LaunchSpec {
   std::array<uint32_t, 3> threads_per_group{1, 1, 1};
   std::array<void*, TMPS_SIM_MAX_BUFFERS> buffers{};         // base + offset, nullptr if unbound
   std::array<uint64_t, TMPS_SIM_MAX_BUFFERS> buffer_sizes{};  // usable bytes
+  // Where each bound region starts (the buffer's first byte, at or below `buffers[i]`): a kernel
+  // may address any byte of the allocation, also below its pointer (views with negative strides,
+  // a tensor view read at index -1). nullptr: the region starts at `buffers[i]`.
+  std::array<const void*, TMPS_SIM_MAX_BUFFERS> buffer_starts{};
   std::array<uint32_t, TMPS_SIM_MAX_THREADGROUP_BINDINGS> threadgroup_lengths{};  // [[threadgroup(n)]] bytes
   // Memcheck builds: the library's `tmps_sim_mc`, pointed at this dispatch's table while it
   // runs. The caller runs one dispatch per library at a time. nullptr: no memcheck.

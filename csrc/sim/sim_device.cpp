@@ -421,6 +421,7 @@ LaunchSpec resolve(const Dispatch& d, const SimPipeline& p, const KernelVariant&
         if (x.index == param.index) b = &x;
       if (!b) throw InvalidArgument(what + " is not bound");
       void* ptr = nullptr;
+      const void* start = nullptr;
       uint64_t size = 0;
       if (b->kind == Binding::Kind::Buffer) {
         if (!b->buffer) throw InvalidArgument(what + " is bound to a null buffer");
@@ -428,6 +429,7 @@ LaunchSpec resolve(const Dispatch& d, const SimPipeline& p, const KernelVariant&
         if (b->offset > len)
           throw InvalidArgument(what + ": offset " + std::to_string(b->offset) + " is past the end of a " +
                                 std::to_string(len) + "-byte buffer");
+        start = b->buffer->contents();
         ptr = static_cast<char*>(b->buffer->contents()) + b->offset;
         size = len - b->offset;
       } else {
@@ -439,6 +441,7 @@ LaunchSpec resolve(const Dispatch& d, const SimPipeline& p, const KernelVariant&
                               ") but only " + std::to_string(size) + " are bound");
       spec.buffers[param.index] = ptr;
       spec.buffer_sizes[param.index] = size;
+      spec.buffer_starts[param.index] = start;
     } else if (param.kind == ParamInfo::Kind::Threadgroup) {
       if (param.index >= TMPS_SIM_MAX_THREADGROUP_BINDINGS)
         throw InvalidArgument(what + ": binding index over Metal's limit of 31");

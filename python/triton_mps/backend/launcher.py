@@ -45,17 +45,23 @@ def _pointer_fallback(obj: Any, name: str, kernel: str, device) -> Any:
     if base is not obj and _is_torch_tensor(base):
         return runtime.as_buffer(base, device)
     if hasattr(obj, "data_ptr"):
-        if not device.is_simulator:
-            raise _core().InvalidArgument(
-                f"{where}: a {type(obj).__name__} with data_ptr() cannot be bound on Metal (its memory is "
-                "unknown to Metal); pass an 'mps' tensor, a numpy array or a triton_mps buffer"
-            )
-        nbytes = _nbytes_of(obj)
-        if nbytes is None:
+        region = _region_of(obj)
+        if region is None:
             raise _core().InvalidArgument(f"{where}: a {type(obj).__name__} has data_ptr() but no size (nbytes, "
                                           "or shape/stride and a dtype or element_size()); its size is needed to "
                                           "bind it")
-        return device.wrap_host(int(obj.data_ptr()), max(nbytes, 1), obj)
+        lo, hi, owner = region
+        ptr = int(obj.data_ptr())
+        if not lo <= ptr <= hi:
+            raise _core().InvalidArgument(f"{where}: a {type(obj).__name__}'s data_ptr() {ptr:#x} lies outside the "
+                                          f"memory it views [{lo:#x}, {hi:#x})")
+        # Bind the whole region the object addresses, with the kernel's pointer at data_ptr():
+        # a view with negative strides reads below data_ptr(), and that is not out of bounds.
+        if _is_torch_tensor(owner) and owner.device.type == "mps":
+            # An mps storage's data_ptr() is its MTLBuffer handle (platform facts), not an address.
+            return device.wrap_native(lo, ptr - lo, max(hi - ptr, 1), obj)
+        buf = device.wrap_host(lo, max(hi - lo, 1), obj)
+        return buf.view(ptr - lo, buf.nbytes - (ptr - lo))
     raise _core().InvalidArgument(
         f"{where} is a pointer; got {type(obj).__name__} (pass a tensor, numpy array or triton_mps buffer)"
     )
@@ -66,6 +72,42 @@ def _is_torch_tensor(obj: Any) -> bool:
     return torch is not None and isinstance(obj, torch.Tensor)
 
 
+def _region_of(obj: Any) -> tuple[int, int, Any] | None:
+    """[lo, hi) bytes a data_ptr() object addresses, and what owns them: its `untyped_storage()`,
+    else its `base` tensor's storage, else the extent of its shape and strides around data_ptr()."""
+    for source in (obj, getattr(obj, "base", None)):
+        storage = getattr(source, "untyped_storage", None)
+        if callable(storage) and source is not None:
+            st = storage()
+            lo = int(st.data_ptr())
+            return lo, lo + int(st.nbytes()), source
+    ptr = int(obj.data_ptr())
+    nbytes = _nbytes_of(obj)
+    if nbytes is None:
+        return None
+    below = _bytes_below(obj)
+    return ptr - below, ptr - below + nbytes, obj
+
+
+def _bytes_below(obj: Any) -> int:
+    """Bytes a strided object reaches below its data_ptr() (its negative strides)."""
+    stride = obj.stride() if callable(getattr(obj, "stride", None)) else None
+    shape = getattr(obj, "shape", None)
+    if stride is None or shape is None or any(int(d) == 0 for d in shape):
+        return 0
+    elements = -sum((int(d) - 1) * int(st) for d, st in zip(shape, stride, strict=True) if int(st) < 0)
+    return elements * _item_size(obj)
+
+
+def _item_size(obj: Any) -> int | None:
+    if callable(getattr(obj, "element_size", None)):
+        return int(obj.element_size())
+    dt = getattr(obj, "dtype", None)
+    size = getattr(dt, "itemsize", None)  # torch / numpy dtypes
+    bits = getattr(dt, "primitive_bitwidth", None)  # Triton dtypes
+    return int(size) if isinstance(size, int) else (int(bits) + 7) // 8 if isinstance(bits, int) else None
+
+
 def _nbytes_of(obj: Any) -> int | None:
     """Bytes a data_ptr() object spans: its `nbytes`, else the extent of its shape and strides
     (in elements, as torch and Triton count them) times its element size (`element_size()`,
@@ -74,14 +116,7 @@ def _nbytes_of(obj: Any) -> int | None:
     nbytes = nbytes() if callable(nbytes) else nbytes
     if isinstance(nbytes, int):
         return nbytes
-    item = None
-    if callable(getattr(obj, "element_size", None)):
-        item = int(obj.element_size())
-    else:
-        dt = getattr(obj, "dtype", None)
-        size = getattr(dt, "itemsize", None)  # torch / numpy dtypes
-        bits = getattr(dt, "primitive_bitwidth", None)  # Triton dtypes
-        item = int(size) if isinstance(size, int) else (int(bits) + 7) // 8 if isinstance(bits, int) else None
+    item = _item_size(obj)
     shape = getattr(obj, "shape", None)
     if item is None or shape is None:
         return None
