@@ -42,6 +42,11 @@ ACTIVATION_ENV = "TRITON_BACKEND"
 ACTIVATION_VALUES = ("mps", "metal")
 
 
+def requested_backend() -> str:
+    """The backend TRITON_BACKEND asks for, normalized ("" when unset)."""
+    return os.environ.get(ACTIVATION_ENV, "").strip().lower()
+
+
 # ---- the driver ----------------------------------------------------------------------------------
 
 _hinted = False
@@ -81,7 +86,7 @@ class MPSDriver(DriverSurface, DriverBase):
 
     @staticmethod
     def is_active() -> bool:
-        wanted = os.environ.get(ACTIVATION_ENV, "").strip().lower()
+        wanted = requested_backend()
         if wanted:
             return wanted in ACTIVATION_VALUES
         if sys.platform != "darwin":

@@ -18,20 +18,19 @@ so with `TRITON_BACKEND=mps` we can serve that target, with no patch to torch or
 
 from __future__ import annotations
 
-import os
 import sys
 
 from triton.backends.compiler import GPUTarget
 
 from .compiler import MPSBackend
-from .driver import ACTIVATION_ENV, ACTIVATION_VALUES, MPSDriver
+from .driver import ACTIVATION_VALUES, MPSDriver, requested_backend
 
 CPU_BACKEND_NAME = "cpu"
 
 
 def _selected_by_environment() -> bool:
     """Our driver is the one asked for (cheap: no device is created here)."""
-    return os.environ.get(ACTIVATION_ENV, "").strip().lower() in ACTIVATION_VALUES
+    return requested_backend() in ACTIVATION_VALUES
 
 
 def _backend_table() -> dict | None:
