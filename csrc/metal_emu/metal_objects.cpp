@@ -18,12 +18,12 @@
 #include <sstream>
 #include <thread>
 
-#include "core/device.h"
+#include "device.h"
 #include "metal_emu/blocks.h"
 #include "metal_emu/foundation.h"
-#include "core/msl_scanner.h"
-#include "core/scalar_types.h"
-#include "core/sha256.h"
+#include "msl_scanner.h"
+#include "scalar_types.h"
+#include "sha256.h"
 
 namespace tmps::emu {
 namespace {

@@ -19,12 +19,12 @@
 #ifdef TMPS_HAVE_METAL_EMU
 #include "metal_emu/emu_hooks.h"
 #endif
-#include "core/device.h"
-#include "core/stream.h"
-#include "core/pipeline_cache.h"
-#include "core/pool.h"
+#include "device.h"
+#include "launcher.h"
+#include "pipeline_cache.h"
+#include "pool.h"
 #include "py_context.h"
-#include "core/scalar_types.h"
+#include "scalar_types.h"
 #include "sim/scheduler.h"
 #include "sim/sim_compiler.h"
 

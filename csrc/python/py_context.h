@@ -9,13 +9,13 @@
 #include <mutex>
 #include <vector>
 
-#include "core/device.h"
-#include "core/foreign_stream.h"
-#include "core/stream.h"
-#include "core/memory_pressure.h"
-#include "core/pipeline_cache.h"
-#include "core/pool.h"
-#include "core/scalar_types.h"
+#include "device.h"
+#include "foreign_stream.h"
+#include "launcher.h"
+#include "memory_pressure.h"
+#include "pipeline_cache.h"
+#include "pool.h"
+#include "scalar_types.h"
 
 namespace tmps {
 

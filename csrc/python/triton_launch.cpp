@@ -16,7 +16,7 @@
 // pipeline; later launches check only what can change (offsets inside storage, scalar ranges).
 // Only a launch that runs something builds the dispatch (which owns its buffers until done).
 //
-// Where a launch goes (csrc/core/foreign_stream.h): binding a torch `mps` tensor -> PyTorch's MPS
+// Where a launch goes (csrc/foreign_stream.h): binding a torch `mps` tensor -> PyTorch's MPS
 // stream (no wait); otherwise our own stream, waited for (Triton code reads host memory right
 // after the call). `wait`: TRITON_MPS_LAUNCH_SYNC=1 waits always, =0 never.
 #include <nanobind/nanobind.h>
@@ -33,7 +33,7 @@
 #include <vector>
 
 #include "py_context.h"
-#include "core/scalar_types.h"
+#include "scalar_types.h"
 
 namespace nb = nanobind;
 using namespace nb::literals;
@@ -736,7 +736,7 @@ void bind_triton_launcher(nb::module_& m) {
     return out;
   }, "Timings recorded since the last call (filled once their batch completed).");
 
-  // The foreign stream of a device (csrc/core/foreign_stream.h), and a recording one for tests.
+  // The foreign stream of a device (csrc/foreign_stream.h), and a recording one for tests.
   nb::class_<RecordingForeignStream>(m, "RecordingForeignStream",
                                      "A stand-in for PyTorch's MPS stream that records what is done to it (tests).")
       .def("events", &RecordingForeignStream::events)

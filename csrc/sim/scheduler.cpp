@@ -26,7 +26,7 @@
 #include <sstream>
 #include <thread>
 
-#include "core/errors.h"
+#include "errors.h"
 #include "cpu_clocks.h"
 #include "faults.h"
 #include "fiber.h"

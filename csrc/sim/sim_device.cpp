@@ -15,9 +15,9 @@
 #include <map>
 #include <mutex>
 
-#include "core/msl_scanner.h"
-#include "core/pipeline_cache.h"
-#include "core/sha256.h"
+#include "msl_scanner.h"
+#include "pipeline_cache.h"
+#include "sha256.h"
 #include "memcheck.h"
 #include "object_cache.h"
 #include "sim_compiler.h"

@@ -8,7 +8,7 @@
 #include <memory>
 #include <string>
 
-#include "core/device.h"
+#include "device.h"
 #include "scheduler.h"
 
 namespace tmps::sim {

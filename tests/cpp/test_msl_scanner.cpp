@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <string>
 
-#include "core/msl_scanner.h"
+#include "msl_scanner.h"
 
 using tmps::CompileError;
 using tmps::KernelDecl;

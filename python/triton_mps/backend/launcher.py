@@ -4,7 +4,7 @@ The launch itself is native (csrc/python/triton_launch.cpp); this module builds 
 the compiled kernel's metadata, wraps kernels with device asserts/prints or 64-bit atomics
 (extra hidden buffers), and binds pointer arguments the native launcher has no fast path for.
 
-Launch semantics (csrc/python/triton_launch.cpp, csrc/core/foreign_stream.h, README "Ordering of launches"):
+Launch semantics (csrc/python/triton_launch.cpp, csrc/foreign_stream.h, README "Ordering of launches"):
 a launch on our own queue (numpy, CPU tensors, triton_mps buffers) is complete when it returns,
 since Triton code reads host memory right after `kernel[grid](...)`; a launch that binds torch
 `mps` tensors is encoded into PyTorch's MPS stream and not waited for: PyTorch orders it with

@@ -186,7 +186,7 @@ def _compile_ttgir(mod, *, num_warps: int, signature: dict, constants: dict, ker
     ]
     out = [_PRELUDE]
     if fields:
-        # Natural alignment, in order: the launcher's packing rule (csrc/core/stream.h).
+        # Natural alignment, in order: the launcher's packing rule (csrc/launcher.h).
         out.append("struct tmps_args_t {\n" + "\n".join(fields) + "\n};")
     out += list(state.helpers.values())
     out += list(state.functions_emitted.values())
@@ -213,7 +213,7 @@ def _compile_ttgir(mod, *, num_warps: int, signature: dict, constants: dict, ker
 
 def _effect_threads_hint(state: KernelState, func, hidden_buffers: bool, lines: list[str]) -> str:
     """The simulator's hint that threads past N only duplicate lower ones (see
-    effects.effect_threads; read by csrc/core/msl_scanner.cpp), or "". Never given when the
+    effects.effect_threads; read by csrc/msl_scanner.cpp), or "". Never given when the
     kernel uses threadgroup memory, atomics, calls or the debug buffer."""
     threads = state.num_warps * 32
     if state.scratch_bytes or state.functions_emitted or state.debug_sites or hidden_buffers:

@@ -9,7 +9,7 @@ threads; the Triton grid is the grid of threadgroups. Kernel parameters, in orde
   when they (plus the debug buffer below) need more than 31 bindings, every scalar moves into
   one packed struct `constant tmps_args_t& tmps_args [[buffer(P)]]` where P = the number of
   pointers: pointers keep [[buffer(0..P-1)]] in order, the struct is `pack_scalars_at` = P
-  (layout rule in csrc/core/stream.h: natural alignment, in order). More than 31 bindings even
+  (layout rule in csrc/launcher.h: natural alignment, in order). More than 31 bindings even
   then (pointers + struct + debug buffer) is a CompilationError: Metal binds 31 buffers per
   kernel (argument buffers would lift that; not implemented);
 - when the kernel has device asserts or prints: `device uint* tmps_dbg [[buffer(D)]]`, the
