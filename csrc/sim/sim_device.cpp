@@ -16,6 +16,7 @@
 #include <mutex>
 
 #include "msl_scanner.h"
+#include "msl_to_cpp.h"
 #include "pipeline_cache.h"
 #include "sha256.h"
 #include "memcheck.h"

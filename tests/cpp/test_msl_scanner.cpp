@@ -5,6 +5,7 @@
 #include <string>
 
 #include "msl_scanner.h"
+#include "sim/msl_to_cpp.h"
 
 using tmps::CompileError;
 using tmps::KernelDecl;

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "msl_scanner.h"
+#include "sim/msl_to_cpp.h"
 #include "sim/include/tmps_sim_abi.h"
 #include "sim/sim_compiler.h"
 
