@@ -1,4 +1,4 @@
-// Types shared by the Python binding files (bindings.cpp, triton_launch.cpp): the per-device
+// Types shared by the Python binding files (bindings.cpp, triton_launch.cpp, test_bindings.cpp): the per-device
 // context and buffers that keep a Python owner alive.
 #pragma once
 
@@ -120,6 +120,9 @@ ScalarValue python_scalar(nb::handle v, bool want_float, const std::string& wher
 
 // Registers the Triton launch path (triton_launch.cpp) on the module.
 void bind_triton_launcher(nb::module_& m);
+
+// Registers the test and diagnostic hooks (test_bindings.cpp) on the module.
+void bind_test_hooks(nb::module_& m);
 
 // One context per device, created on first use, in enumerate_devices() order.
 std::vector<std::shared_ptr<DeviceContext>>& contexts();

@@ -736,68 +736,6 @@ void bind_triton_launcher(nb::module_& m) {
     return out;
   }, "Timings recorded since the last call (filled once their batch completed).");
 
-  // The foreign stream of a device (csrc/foreign_stream.h), and a recording one for tests.
-  nb::class_<RecordingForeignStream>(m, "RecordingForeignStream",
-                                     "A stand-in for PyTorch's MPS stream that records what is done to it (tests).")
-      .def("events", &RecordingForeignStream::events)
-      .def("clear_events", &RecordingForeignStream::clear_events)
-      .def("owner_op", &RecordingForeignStream::owner_op, "label"_a,
-           "Record work the owner itself issues (a PyTorch op), in order with ours.")
-      .def("synchronize", [](RecordingForeignStream& s) {
-            nb::gil_scoped_release r;
-            s.synchronize();
-          });
-  m.def("attach_recording_stream", [](std::shared_ptr<DeviceContext> ctx, bool takes_host_tensors) {
-        auto stream = std::make_shared<RecordingForeignStream>(ctx->device);
-        {
-          nb::gil_scoped_release r;
-          ctx->router->set_foreign(stream);
-        }
-        ctx->foreign_looked_up = true;
-        ctx->foreign_takes_host_tensors = takes_host_tensors;
-        return stream;
-      }, "device"_a, "takes_host_tensors"_a = true,
-      "Tests: launches that bind torch `mps` tensors (and, with takes_host_tensors, CPU tensors) go to a "
-      "recording foreign stream on this device.");
-  m.def("detach_foreign_stream", [](std::shared_ptr<DeviceContext> ctx) {
-        {
-          nb::gil_scoped_release r;
-          ctx->router->set_foreign(nullptr);  // waits for what it holds
-        }
-        ctx->foreign_looked_up = false;
-        ctx->foreign_takes_host_tensors = false;
-      }, "device"_a);
-  m.def("foreign_stream", [](std::shared_ptr<DeviceContext> ctx) -> nb::object {
-        auto f = ctx->router->foreign();
-        if (!f) return nb::none();
-        return nb::cast(f->name());
-      }, "device"_a, "The name of the device's foreign stream ('torch-mps', ...) or None.");
-  // The router's lock may be held across a wait for the GPU: never wait for it holding the GIL.
-  m.def("foreign_pending", [](std::shared_ptr<DeviceContext> ctx) {
-        nb::gil_scoped_release r;
-        return ctx->router->foreign_pending();
-      },
-        "device"_a, "Launches on the foreign stream not yet waited for.");
-  m.def("torch_mps_api_symbols", [](const std::string& library) {
-        std::string error;
-        TorchMpsApi api = resolve_torch_mps_api(library, &error);
-        nb::dict d;
-        d[kTorchGetCommandBuffer] = api.get_command_buffer != nullptr;
-        d[kTorchGetDispatchQueue] = api.get_dispatch_queue != nullptr;
-        d[kTorchCommit] = api.commit != nullptr;
-        d[kTorchSynchronize] = api.synchronize != nullptr;
-        d["dispatch_sync_f"] = api.dispatch_sync_f != nullptr;
-        // Optional (ATen internals; exported only by macOS builds of torch).
-        d[kAtenDefaultMpsStream] = api.get_default_stream != nullptr;
-        d[kAtenEndKernelCoalescing] = api.end_kernel_coalescing != nullptr;
-        return d;
-      }, "library"_a, "Which of PyTorch's torch/mps.h functions (and libdispatch's dispatch_sync_f) resolve "
-      "in this process or the loaded `library` (it is never loaded here).");
-  m.def("set_foreign_commit_every", [](std::shared_ptr<DeviceContext> ctx, size_t n) {
-        nb::gil_scoped_release r;
-        ctx->router->set_foreign_commit_every(n);
-      }, "device"_a, "n"_a);
-
   m.def("triton_profile", [](bool on) { profile().enabled = on; }, "on"_a,
         "Record every Triton launch from now on (triton_mps.profile()).");
   m.def("triton_profiling", [] { return profile().enabled; });
