@@ -4,6 +4,7 @@
 // emulated Metal runtime, the emulator's hooks (emu_*; csrc/metal_emu/). Nothing in the
 // package's launch path calls them.
 #include <nanobind/nanobind.h>
+#include <nanobind/stl/map.h>  // emu_stats, emu_live_objects
 #include <nanobind/stl/shared_ptr.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
