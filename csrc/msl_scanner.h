@@ -31,6 +31,7 @@ std::vector<KernelDecl> parse_kernels(const std::string& msl, const std::string&
 
 // What one scan finds beyond the signatures, for the simulator's rewrite (sim/msl_to_cpp): found
 // in the same pass because it needs the same parse (kernel parameter lists and bodies).
+
 // A replacement of source bytes [begin, end) by `text`; edits keep the line count.
 struct Edit {
   size_t begin;
