@@ -522,7 +522,7 @@ def _atomic(ctx: LoweringContext, op: Op, make_call) -> None:
     full = [names.get(r) or names[lay.find_register(lay.reg_coord(r))] for r in range(lay.num_regs)]
     if used and lay.has_thread_dups:
         # Duplicated threads did not run the atomic: get the owners' results.
-        from .layout_conversion import static_index, thread_index_mask, through_scratch
+        from ..scratch import static_index, thread_index_mask, through_scratch
 
         ctx.bind(res, full)
         through_scratch(ctx, [(res, 0)], res.type.numel, res, lambda r, c: ctx.linear_index(lay, r),
