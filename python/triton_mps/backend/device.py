@@ -12,6 +12,7 @@ import functools
 import os
 import sys
 import time
+import warnings
 from typing import Any
 
 from triton.runtime.errors import OutOfResources
@@ -153,7 +154,7 @@ class MPSUtils:
         if shared > limit:
             raise OutOfResources(shared, limit, f"shared memory (threadgroup memory of kernel '{name}')")
         source = kernel.decode("utf-8") if isinstance(kernel, (bytes, bytearray)) else kernel
-        from .compiler import msl_version_for, threads_from_msl, warn_if_unordered
+        from ..compiler.abi import msl_version_for, threads_from_msl
 
         version = msl_version_for(source, dev.info.get("msl_version", "3.1"))
         warn_if_unordered(source, version)
@@ -187,6 +188,22 @@ def _at_most(message: str) -> int:
 
     m = re.search(r"at most (\d+)", message)
     return int(m.group(1)) if m else 0
+
+
+UNORDERED_WARNING = (
+    "triton-mps: this OS has MSL {version} (macOS 14), which has no device-scope memory fence: "
+    "acquire/release atomics, 64-bit atomics and acquire atomic_poll order memory between "
+    "threadgroups only as far as the GPU happens to (not guaranteed; docs/msl-versions.md). "
+    "The atomics themselves stay atomic.")
+
+
+def warn_if_unordered(msl: str, version: str) -> None:
+    """Warn when `msl` asks for ordering between threadgroups that MSL `version` cannot give.
+    One message text, so Python's default warning filter shows it once per process."""
+    from ..compiler.abi import uses_device_fence, version_tuple
+
+    if uses_device_fence(msl) and version_tuple(version) < (3, 2):
+        warnings.warn(UNORDERED_WARNING.format(version=version), RuntimeWarning, stacklevel=3)
 
 
 # ---- device interface (Events, synchronize) ---------------------------------------------------

@@ -287,7 +287,7 @@ class LockLauncher:
 
 class DebugLauncher:
     """Binds a fresh record buffer to each launch, then prints the kernel's device prints and
-    raises DeviceAssertionError for failed device asserts (compiler/ops/debug.py)."""
+    raises DeviceAssertionError for failed device asserts (debug_records.py)."""
 
     def __init__(self, native, kernel: str, debug: dict):
         self.native = native
@@ -298,13 +298,14 @@ class DebugLauncher:
         return getattr(self.native, name)
 
     def __call__(self, gx, gy, gz, stream, function, *rest):
-        from ..compiler.ops import debug as debug_ops
+        from ..compiler import abi
+        from .debug_records import report
 
-        capacity = debug_ops.capacity_for(self.debug, gx * gy * gz, int(self.native.threads))
-        words = debug_ops.buffer_words(capacity)
+        capacity = abi.capacity_for(self.debug, gx * gy * gz, int(self.native.threads))
+        words = abi.buffer_words(capacity)
         buf = function.device.buffer(words * 4)
         view = buf.bytes_view()[: words * 4].view("uint32")
-        debug_ops.init_header(view, capacity)  # the counters; records past them are never read
+        abi.init_header(view, capacity)  # the counters; records past them are never read
         self.native(gx, gy, gz, stream, function, *rest, buf)
         if gx and gy and gz:
-            debug_ops.report(view, self.debug, self.kernel)
+            report(view, self.debug, self.kernel)
