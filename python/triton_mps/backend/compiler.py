@@ -101,7 +101,7 @@ class NumWarpsNotPowerOfTwo(ValueError, AssertionError):
 @dataclass(frozen=True)
 class MPSOptions:
     num_warps: int = 4  # simdgroups per threadgroup: num_warps * 32 threads
-    num_stages: int = 1  # accepted, no effect: no software pipelining on Metal (mps_driver.py)
+    num_stages: int = 1  # accepted, no effect: no software pipelining on Metal (kernel_config.py)
     # Kernel-config caps (MPSDriver.set_kernel_config; None: the device's limits): threads per
     # threadgroup and bytes of threadgroup memory a kernel may use, else OutOfResources.
     max_threads: int | None = None
@@ -344,7 +344,7 @@ class MPSBackend(BaseBackend):
         return arch if isinstance(arch, str) and arch.startswith("apple") else f"apple{arch}"
 
     def hash(self) -> str:
-        from .. import __version__
+        from .._version import __version__
 
         # Environment switches that change the generated MSL are part of the key too.
         dot_path = os.environ.get("TRITON_MPS_DOT", "auto")
@@ -352,7 +352,7 @@ class MPSBackend(BaseBackend):
                 f"-dot{dot_path}-{self.target.arch}")
 
     def parse_options(self, opts: dict) -> MPSOptions:
-        from ..mps_driver import kernel_config_overrides, notice_num_stages
+        from .kernel_config import kernel_config_overrides, notice_num_stages
 
         names = MPSOptions.__dataclass_fields__.keys()
         args = {"arch": self.arch_name}

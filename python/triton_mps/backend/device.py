@@ -1,5 +1,6 @@
-"""The device side of the `mps` driver: which device is current, its properties, loading
-kernels (`utils`), Triton's device interface (Events, synchronize) and the memory pool.
+"""The device side of the `mps` driver: which device is current, its properties, memory
+statistics and device info, loading kernels (`utils`), Triton's device interface (Events,
+synchronize).
 
 Devices are the native core's (`triton_mps.devices()`); the current device starts as the default
 one (Metal on a Mac, the simulator elsewhere; TRITON_MPS_DEVICE overrides). Triton's device
@@ -139,6 +140,61 @@ MAX_NUM_REGS = 65536
 def registers_per_thread(max_threads: int) -> int:
     """The documented n_regs estimate for a pipeline allowing `max_threads` per threadgroup."""
     return max(1, MAX_NUM_REGS // max(1, max_threads))
+
+
+# ---- memory --------------------------------------------------------------------------------
+
+def memory_info(device: Any = None) -> dict[str, int]:
+    """The device's memory statistics (see MPSDriver.memory_pool)."""
+    dev = _device(device)
+    s = dev.pool_stats()
+    cfg = dev.pool_config()
+    return {
+        "current_allocated": s["active_bytes"] + s["wrapped_bytes"],
+        "max_allocated": s["peak_total_bytes"],
+        "cached": s["cached_bytes"],
+        "num_allocs": s["hits"] + s["misses"] + s["num_wraps"],
+        "num_frees": s["num_returned"] + s["num_unwraps"],
+        "cache_hits": s["hits"],
+        "cache_misses": s["misses"],
+        # the parts
+        "pool_allocated": s["active_bytes"],
+        "pool_max_allocated": s["peak_active_bytes"],
+        "wrapped": s["wrapped_bytes"],
+        "num_wrapped": s["num_wrapped"],
+        "num_cached_buffers": s["num_cached_buffers"],
+        "device_allocations": s["num_allocations"],
+        "max_cached_bytes": cfg["max_cached_bytes"],
+        "max_buffer_age_ms": cfg["max_buffer_age_ms"],
+    }
+
+
+# ---- device info ---------------------------------------------------------------------------
+
+def device_info(device: Any = None) -> dict[str, Any]:
+    dev = _device(device)
+    info = dev.info
+    kind = "simulator" if info["is_simulator"] else "metal-emulated" if info["is_emulated"] else "metal"
+    name = info["name"]
+    chip = next((c for c in sorted(GPU_CORES, key=len, reverse=True) if c in name), None)
+    return {
+        "name": name,
+        "index": _index(device),
+        "backend": kind,
+        "is_simulator": bool(info["is_simulator"]),
+        "is_emulated": bool(info["is_emulated"]),
+        "chip": chip,
+        "generation": info["generation"],
+        "gpu_family": info["gpu_family"],
+        "unified_memory": bool(info["unified_memory"]),
+        "max_threads_per_threadgroup": int(info["max_threads_per_threadgroup"]),
+        "max_threadgroup_memory": int(info["max_threadgroup_memory"]),
+        "simd_width": int(info["simd_width"]),
+        "max_buffer_length": int(info["max_buffer_length"]),
+        "max_buffer_bindings": int(info["max_buffer_bindings"]),
+        "recommended_working_set": int(info["recommended_working_set"]),
+        "msl_version": info["msl_version"],
+    }
 
 
 # ---- utils -------------------------------------------------------------------------------------
