@@ -242,7 +242,7 @@ def test_generation_comes_from_the_chip_name(chip, generation, family):
 
 
 def test_m5_pro_and_max_core_counts():
-    from triton_mps.backend.device import GPU_CORES
+    from triton_mps.chips import GPU_CORES
 
     assert GPU_CORES["M5 Max"] > GPU_CORES["M5 Pro"] > GPU_CORES["M5"]
 

@@ -19,18 +19,7 @@ from typing import Any
 from triton.runtime.errors import OutOfResources
 
 from .._core import LimitExceeded
-
-# Nominal GPU core counts of Apple chips (largest configuration of each; an estimate, since
-# binned parts have fewer). Keys are matched against the device name, longest first.
-GPU_CORES = {
-    "M1 Ultra": 64, "M1 Max": 32, "M1 Pro": 16, "M1": 8,
-    "M2 Ultra": 76, "M2 Max": 38, "M2 Pro": 19, "M2": 10,
-    "M3 Ultra": 80, "M3 Max": 40, "M3 Pro": 18, "M3": 10,
-    "M4 Max": 40, "M4 Pro": 20, "M4": 10,
-    "M5 Max": 40, "M5 Pro": 20, "M5": 10,
-}
-# Memory bus width in bits by tier (LPDDR5/5X), for roofline arithmetic in tutorials.
-BUS_WIDTH = {"Ultra": 1024, "Max": 512, "Pro": 256}
+from ..chips import bus_width_bits, chip_of
 
 
 def _core():
@@ -40,6 +29,7 @@ def _core():
 
 
 _current = [-1]  # the current device index (resolved on first use)
+STREAM = 0  # the stream handle Triton is given: one in-order stream per device, owned by the native core
 
 
 # ---- devices -------------------------------------------------------------------------------
@@ -104,11 +94,10 @@ def _device_properties(device: int) -> dict:
         clock_khz = 1_000_000  # nominal; the simulator has no GPU clock
         bus_width = 64
     else:
-        name = info["name"]
-        longest_first = sorted(GPU_CORES.items(), key=lambda kv: -len(kv[0]))  # "M3 Max" before "M3"
-        cores = next((n for chip, n in longest_first if chip in name), 8)
+        found = chip_of(info["name"])  # triton_mps/chips.py
+        cores = found.gpu_cores if found is not None else 8
         clock_khz = 1_400_000  # Apple GPU cores run at ~1.3-1.6 GHz
-        bus_width = next((w for tier, w in BUS_WIDTH.items() if tier in name), 128)
+        bus_width = bus_width_bits(info["name"])
     return {
         "max_shared_mem": int(info["max_threadgroup_memory"] or 32768),
         "multiprocessor_count": int(cores),
@@ -176,14 +165,14 @@ def device_info(device: Any = None) -> dict[str, Any]:
     info = dev.info
     kind = "simulator" if info["is_simulator"] else "metal-emulated" if info["is_emulated"] else "metal"
     name = info["name"]
-    chip = next((c for c in sorted(GPU_CORES, key=len, reverse=True) if c in name), None)
+    found = chip_of(name)
     return {
         "name": name,
         "index": _index(device),
         "backend": kind,
         "is_simulator": bool(info["is_simulator"]),
         "is_emulated": bool(info["is_emulated"]),
-        "chip": chip,
+        "chip": found.name if found is not None else None,
         "generation": info["generation"],
         "gpu_family": info["gpu_family"],
         "unified_memory": bool(info["unified_memory"]),

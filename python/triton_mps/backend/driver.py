@@ -44,6 +44,7 @@ from triton.backends.driver import DriverBase
 from . import kernel_config
 from .benchmarking import do_bench
 from .device import (  # noqa: F401  (_devices: part of this module's surface)
+    STREAM,
     MPSDeviceInterface,
     MPSUtils,
     _current,
@@ -126,7 +127,7 @@ class MPSDriver(DriverBase):
         _current[0] = _index(device)
 
     def get_current_stream(self, device: int | None = None) -> int:
-        return 0  # one in-order stream per device, owned by the native core
+        return STREAM  # one in-order stream per device, owned by the native core
 
     def get_current_target(self) -> GPUTarget:
         family = _device(self.get_current_device()).info["gpu_family"]  # "apple9"
