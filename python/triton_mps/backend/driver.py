@@ -14,19 +14,8 @@ kernels, Triton's device interface, memory statistics), `kernel_config.py` (the 
 defaults), `launcher.py` (the launcher), `jit_hooks.py` (Triton's JIT binder for array
 arguments), `benchmarking.py` (do_bench), `registration.py` (triton.runtime.driver.MPSDriver).
 
-Kernel config (`set_kernel_config`), per device, validated against the device's limits:
-- `num_warps`: default simdgroups per threadgroup for kernels whose launch does not pass
-  `num_warps` (autotuning configs always pass it);
-- `num_stages`: accepted and recorded in `compiled.metadata`, but it has NO effect: the `mps`
-  compiler does not run Triton's software pipeliner (it emits async copies Metal lacks). A
-  one-time warning says so when it is set above 1 here (a launch or autotune config passing it
-  gets one INFO record on the "triton_mps" logger);
-- `max_threads`: a cap on the threadgroup size: a kernel compiled with
-  `num_warps * 32 > max_threads` raises `OutOfResources` (autotuning prunes such configs);
-- `shared_memory`: the threadgroup-memory budget: `tl.dot` plans its operand staging within it
-  (smaller K chunks through threadgroup memory); a kernel that still needs more (other ops
-  use what their layouts need) raises `OutOfResources` when compiled.
-Defaults apply to kernels compiled afterwards (Triton's in-memory cache is keyed on them too).
+Kernel config (`set_kernel_config`: num_warps, num_stages, max_threads, shared_memory), per
+device and validated against its limits: what each value does is in kernel_config.py.
 Every instance shares one state per device. `device` in the user API: an index, a
 torch.device, or None for the current device.
 """

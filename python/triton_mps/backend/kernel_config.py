@@ -122,7 +122,7 @@ def reset_kernel_config(device: Any = None) -> None:
 
 def kernel_config_overrides() -> dict[str, int]:
     """The values set for the current device (compiler defaults; empty when nothing was set)."""
-    if not _configs:  # the common case, on every launch (interop's binder): no lock, no lookup
+    if not _configs:  # the common case, on every launch (the JIT binder, jit_hooks.py): no lock, no lookup
         return {}
     with _lock:
         return dict(_configs.get(current_device_index(), {}))
