@@ -383,7 +383,7 @@ class TritonLauncher {
   size_t num_args_ = 0;
   uint32_t threads_;
   int pack_scalars_at_;
-  nb::object fallback_;    // fallback(obj, name, kernel, device) -> Buffer, for numpy and other objects
+  nb::object fallback_;    // fallback(obj, name, kernel, device) -> Buffer: binding.bind, for other objects
   nb::object before_mps_;  // torch.mps.synchronize, for `mps` launches without PyTorch's stream
   LaunchWait wait_ = LaunchWait::Default;
   std::vector<Bound> bound_;
@@ -467,7 +467,8 @@ class TritonLauncher {
     if (PyFloat_Check(obj) || PyLong_Check(obj))
       throw InvalidArgument(who(s) + " is a pointer (" + s.msl_type + "*); got the number " +
                             nb::cast<std::string>(nb::repr(nb::handle(obj))));
-    // numpy arrays, objects with data_ptr(): the Python side knows their layouts.
+    // numpy/MLX/DLPack arrays, objects with data_ptr(): bound by the Python binder of last
+    // resort (python/triton_mps/binding.py), whose rule for a torch tensor is read_tensor's.
     nb::object r = fallback_(nb::handle(obj), s.name, kernel_, nb::cast(ctx));
     if (!nb::isinstance<BufferRef>(r))
       throw InvalidArgument(who(s) + ": the pointer fallback returned a " + py_type_name(r) + ", not a Buffer");
@@ -525,7 +526,8 @@ class TritonLauncher {
       s.offset = call_u64(t, nm.storage_offset) * call_u64(t, nm.element_size);
       if (s.offset > s.storage_bytes) throw InvalidArgument(who(s) + ": storage_offset() is past its storage");
     } else {
-      // A kernel may address any byte of the allocation, as on CUDA: the whole storage is bound.
+      // A kernel may address any byte of the allocation, as on CUDA: the whole storage is bound
+      // (the rule binding.py states for every path).
       if (data_ptr < s.storage_ptr || data_ptr - s.storage_ptr > s.storage_bytes) {
         // A zero-element view's pointer need not lie in its storage (torch.cat of an empty
         // tensor): nothing can be addressed through it, so it binds as an empty tensor.

@@ -53,7 +53,7 @@ LOWERINGS: dict[str, Callable] = {}
 
 # Metal's threadgroup memory per threadgroup on every Apple GPU. Each op's exchange through the
 # shared scratch array must fit it; ops whose data is larger work in rounds (see
-# ops/layout_conversion.py `windows`).
+# scratch.py `windows`).
 SCRATCH_LIMIT = 32 * 1024
 
 

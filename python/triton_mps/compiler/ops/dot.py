@@ -43,9 +43,9 @@ from .. import fp64
 from ..ir import Op, Value
 from ..layout import Layout
 from ..lowering import LOOP_CARRIERS, STAGES_FROM_SOURCE, LoopCarrier, LoweringContext, lowers, scratch_limit
+from ..scratch import row_major
 from ..types import ScalarType, elem_of
 from .elementwise import fp8_to_float
-from .layout_conversion import row_major
 
 ENV = "TRITON_MPS_DOT"
 # The register FMA path is fully unrolled (one line per register and k): beyond this many FMAs
