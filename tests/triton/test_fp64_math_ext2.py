@@ -1,5 +1,5 @@
 """float64 exp10, sinpi, cospi, rcbrt, hypot, rhypot, norm3d, rnorm3d, norm4d, rnorm4d, powi
-(pow(fp64, int32)) in software (compiler/fp64_math_more.py) through libdevice: within ULP[name] ulp
+(pow(fp64, int32)) in software (compiler/mslib/) through libdevice: within ULP[name] ulp
 of the exact value (mpmath at 200 bits; the sums of squares exact in Fraction), and exactly the
 value when that is a double (exp10(22), hypot(3, 4), sinpi(1/2), ...). remainder, fdim, nextafter,
 ldexp, scalbn, logb, ilogb, llrint, llround are exact: compared bit for bit with exact references

@@ -213,7 +213,7 @@ def _scalar_text(txt: str, t) -> object:
             if t.name == "bf16":
                 return struct.unpack("<f", struct.pack("<I", bits << 16))[0]
             if t.is_fp8:
-                from . import fp8
+                from .mslib import fp8
 
                 return fp8.decode(fp8.FORMATS[t.name], bits)
             if t.name == "f64":

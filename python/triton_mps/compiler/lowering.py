@@ -39,11 +39,11 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from . import fp8, fp64
 from .emitter import Emitter
 from .errors import CompilationError, ThreadgroupMemoryError
 from .ir import Block, Function, Op, Value
 from .layout import Layout, register_map
+from .mslib import fp8, fp64
 from .types import PointerType, TensorType, elem_of
 
 if TYPE_CHECKING:
@@ -352,7 +352,7 @@ class LoweringContext:
             return f"({ty.msl()}){v}"
         # floats: exact value of the type, spelled through float bits when not finite
         f = float(value)
-        if name == "f64":  # software float64: the binary64 bits (fp64.py)
+        if name == "f64":  # software float64: the binary64 bits (mslib/fp64.py)
             return fp64.literal(f)
         if name in fp8.FORMATS:  # 8-bit storage: the encoded byte (RTNE, saturating, as a cast)
             return f"(uchar)0x{fp8.encode(fp8.FORMATS[name], f):02x}u"

@@ -8,17 +8,17 @@ symbol to a Metal expression.
 
 Types: float functions take fp32, fp16 and bf16 (fp16/bf16 are computed in float and rounded
 back once, as Triton's other backends do); the functions in `_F64` also take fp64, computed in
-software float64 (compiler/fp64.py: correctly rounded, or within 1 ulp for exp/log/sin/...;
+software float64 (compiler/mslib/fp64.py: correctly rounded, or within 1 ulp for exp/log/sin/...;
 fp64_math.py, fp64_math_ext.py, fp64_math_more.py), which covers every float64 function of CUDA's
 libdevice (the rounding variants and conversions: below); so do
 pow(fp64, int32), ldexp/scalbn(fp64, int32), ilogb(fp64) -> int32 and llrint/llround(fp64) -> int64.
 The Bessel functions (j0, j1, y0, y1, cyl_bessel_i0, cyl_bessel_i1) take every float type and are
-computed in software float64 whatever the type (compiler/fp64_bessel.py); so are the special
+computed in software float64 whatever the type (compiler/mslib/bessel.py); so are the special
 functions erfinv, erfcinv, erfcx, normcdf, normcdfinv, lgamma, tgamma, jn, yn (and rcp64h, fp64
-only) (compiler/fp64_special.py).
+only) (compiler/mslib/erfgamma.py, bessel.py).
 The rounding-mode names (add/sub/mul/div/fma/sqrt/rcp_rz/rd/ru on fp32 and fp64, double2float_*,
 double2{int,uint,ll,ull}_*, {int,uint,ll,ull}2float_*, {int,uint,ll,ull}2double_*) are correctly
-rounded in their mode, computed in integer arithmetic (compiler/rounding.py); double_as_longlong,
+rounded in their mode, computed in integer arithmetic (compiler/mslib/rounding.py); double_as_longlong,
 longlong_as_double, hiloint2double, double2hiint/loint move bits; byte_perm, mul24, sad follow CUDA.
 Any other type combination is rejected here with the accepted combinations. A name Triton's
 libdevice has that we did not map would resolve to a function that raises a clear error when a
@@ -152,13 +152,13 @@ ldexp = _fn2("ldexp", {(t, "int32"): ("tmps_ldexp", t) for t in (*_F, "fp64")})
 scalbn = _fn2("scalbn", {(t, "int32"): ("tmps_ldexp", t) for t in (*_F, "fp64")})
 ilogb = _fn1("ilogb", {(t, ): ("tmps_ilogb", "int32") for t in (*_F, "fp64")})
 
-# ---- Bessel functions: every float type, computed in software float64 (compiler/fp64_bessel.py) ---
+# ---- Bessel functions: every float type, computed in software float64 (compiler/mslib/bessel.py) ---
 _BESSEL = {"j0": "tmps_j0", "j1": "tmps_j1", "y0": "tmps_y0", "y1": "tmps_y1",
            "cyl_bessel_i0": "tmps_i0", "cyl_bessel_i1": "tmps_i1"}
 for _name, _sym in _BESSEL.items():
     _G[_name] = _fn1(_name, {(t, ): (_sym, t) for t in (*_F, "fp64")})
 
-# ---- special functions: every float type, in software float64 (compiler/fp64_special.py) ----
+# ---- special functions: every float type, in software float64 (compiler/mslib/erfgamma.py, bessel.py) ----
 _SPECIAL = ("erfinv", "erfcinv", "erfcx", "normcdf", "normcdfinv", "lgamma", "tgamma")
 for _name in _SPECIAL:
     _G[_name] = _fn1(_name, {(t, ): (f"tmps_{_name}", t) for t in (*_F, "fp64")})
@@ -207,7 +207,7 @@ int_as_float = _fn1("int_as_float", {("int32", ): ("tmps_bitcast", "fp32")})
 uint_as_float = _fn1("uint_as_float", {("uint32", ): ("tmps_bitcast", "fp32")})
 
 
-# ---- rounding modes (compiler/rounding.py: correctly rounded in each mode, in integer arithmetic) ----
+# ---- rounding modes (compiler/mslib/rounding.py: correctly rounded in each mode, in integer arithmetic) ----
 # directed-rounding arithmetic on fp32 and fp64 (the _rn ones are above)
 for _mode in ("rz", "rd", "ru"):
     for _op, _fn in (("add", _fn2), ("sub", _fn2), ("mul", _fn2), ("div", _fn2), ("fma", _fn3),

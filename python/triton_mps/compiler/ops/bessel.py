@@ -1,18 +1,23 @@
 """libdevice's Bessel functions (j0, j1, y0, y1, cyl_bessel_i0, cyl_bessel_i1) for every float type.
 
-All computed in software binary64 (compiler/fp64_bessel.py): fp32/fp16/bf16 arguments are widened
+All computed in software binary64 (compiler/mslib/bessel.py): fp32/fp16/bf16 arguments are widened
 exactly and the binary64 result is rounded once to the result type. elementwise.py hands a
 `tt.extern_elementwise` here when its symbol is in `SYMBOLS` (before its own fp64 dispatch).
 """
 
 from __future__ import annotations
 
-from .. import fp64
-from ..fp64_bessel import CALLS
 from ..ir import Op
 from ..lowering import LoweringContext
+from ..mslib import fp64
 from ..types import elem_of
 
+# libdevice symbol (language/libdevice.py) -> the binary64 expression over `{0}` (ulong bits)
+CALLS = {
+    "tmps_j0": "tmps_f64_bessel_jy({0}, 0, false)", "tmps_j1": "tmps_f64_bessel_jy({0}, 1, false)",
+    "tmps_y0": "tmps_f64_bessel_jy({0}, 0, true)", "tmps_y1": "tmps_f64_bessel_jy({0}, 1, true)",
+    "tmps_i0": "tmps_f64_bessel_i({0}, 0)", "tmps_i1": "tmps_f64_bessel_i({0}, 1)",
+}
 SYMBOLS = frozenset(CALLS)
 
 

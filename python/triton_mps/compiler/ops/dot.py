@@ -39,10 +39,10 @@ from __future__ import annotations
 import os
 from contextlib import nullcontext
 
-from .. import fp64
 from ..ir import Op, Value
 from ..layout import Layout
 from ..lowering import LOOP_CARRIERS, STAGES_FROM_SOURCE, LoopCarrier, LoweringContext, lowers, scratch_limit
+from ..mslib import fp64
 from ..types import ScalarType, elem_of
 from .elementwise import fp8_to_float
 from .layout_conversion import row_major

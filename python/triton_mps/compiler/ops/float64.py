@@ -4,10 +4,28 @@ library of compiler/fp64.py (values are `ulong` bits). elementwise.py hands an o
 
 from __future__ import annotations
 
-from .. import fp64, fp64_math, fp64_math_ext, fp64_math_more  # noqa: F401  (they add the math functions to fp64.LIB)
 from ..ir import Op
 from ..lowering import LoweringContext
+from ..mslib import fp64
 from ..types import ScalarType, elem_of
+
+# the MSL function that implements each math function on f64 (mslib finds the entry that defines it)
+_MATH_FUNCS = {
+    "tan": "tmps_f64_tan", "tanh": "tmps_f64_tanh", "sinh": "tmps_f64_sinh", "cosh": "tmps_f64_cosh",
+    "pow": "tmps_f64_pow", "log10": "tmps_f64_log10", "log1p": "tmps_f64_log1p", "expm1": "tmps_f64_expm1",
+    "erfc": "tmps_f64_erfc", "cbrt": "tmps_f64_cbrt", "asin": "tmps_f64_asin", "acos": "tmps_f64_acos",
+    "atan": "tmps_f64_atan", "atan2": "tmps_f64_atan2", "asinh": "tmps_f64_asinh", "acosh": "tmps_f64_acosh",
+    "atanh": "tmps_f64_atanh",
+}
+# libdevice symbol (tmps_<key>) -> the MSL function
+_MORE_FUNCS = {
+    "exp10": "tmps_f64_exp10", "sinpi": "tmps_f64_sinpi", "cospi": "tmps_f64_cospi", "rcbrt": "tmps_f64_rcbrt",
+    "hypot": "tmps_f64_hypot", "rhypot": "tmps_f64_rhypot", "norm3d": "tmps_f64_norm3d",
+    "rnorm3d": "tmps_f64_rnorm3d", "norm4d": "tmps_f64_norm4d", "rnorm4d": "tmps_f64_rnorm4d",
+    "remainder": "tmps_f64_remainder", "fdim": "tmps_f64_fdim", "nextafter": "tmps_f64_nextafter",
+    "powi": "tmps_f64_powi", "ldexp": "tmps_f64_scalbn", "ilogb": "tmps_f64_ilogb", "logb": "tmps_f64_logb",
+    "f2i_rint": "tmps_f64_llrint", "f2i_round": "tmps_f64_llround",
+}
 
 _ABS = fp64.literal_bits(fp64.ABS)
 _SIGN = fp64.literal_bits(fp64.SIGN)
@@ -37,7 +55,7 @@ _UNARY = {"math.sqrt": "tmps_f64_sqrt", "tt.precise_sqrt": "tmps_f64_sqrt",
           "math.log2": "tmps_f64_log2", "math.sin": "tmps_f64_sin", "math.cos": "tmps_f64_cos",
           "math.erf": "tmps_f64_erf", "math.rsqrt": "tmps_f64_rsqrt",
           # within 1 ulp (fp64_math_ext.py)
-          **{f"math.{f}": fn for f, fn in fp64_math_ext.FUNCS.items() if f not in ("pow", "atan2")}}
+          **{f"math.{f}": fn for f, fn in _MATH_FUNCS.items() if f not in ("pow", "atan2")}}
 _ROUND = {"math.trunc": 0, "math.floor": 1, "math.ceil": 2, "math.round": 3, "math.roundeven": 4}
 
 
@@ -193,8 +211,8 @@ _EXTERN_CALLS = {
     "tmps_rsqrt": "tmps_f64_rsqrt", "tmps_fmod": "tmps_f64_fmod", "tmps_fmin": "tmps_f64_minnum",
     "tmps_fmax": "tmps_f64_maxnum", "tmps_div_rn": "tmps_f64_div", "tmps_add": "tmps_f64_add",
     "tmps_sub": "tmps_f64_sub", "tmps_mul": "tmps_f64_mul", "tmps_fma": "tmps_f64_fma",
-    **{f"tmps_{f}": fn for f, fn in fp64_math_ext.FUNCS.items()},
-    **{f"tmps_{f}": fn for f, fn in fp64_math_more.FUNCS.items()},  # int results: ilogb (int32), llrint (int64)
+    **{f"tmps_{f}": fn for f, fn in _MATH_FUNCS.items()},
+    **{f"tmps_{f}": fn for f, fn in _MORE_FUNCS.items()},  # int results: ilogb (int32), llrint (int64)
 }
 _EXTERN_ROUND = {"tmps_trunc": 0, "tmps_floor": 1, "tmps_ceil": 2, "tmps_round": 3, "tmps_rint": 4}
 

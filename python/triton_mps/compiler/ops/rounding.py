@@ -1,15 +1,15 @@
 """libdevice's directed-rounding arithmetic and the conversions with a rounding mode (symbols of
-compiler/rounding.py `SYMBOLS`): calls into the integer helpers there and the software binary64
-primitives of compiler/fp64.py. elementwise.py hands a `tt.extern_elementwise` here when its
+compiler/mslib/rounding.py `SYMBOLS`): calls into the integer helpers there and the software binary64
+primitives of compiler/mslib/. elementwise.py hands a `tt.extern_elementwise` here when its
 symbol is in `SYMBOLS` (before its own fp64 dispatch). fp32 values are passed as their bits
 (`as_type<uint>`), fp64 values are `ulong` bits already."""
 
 from __future__ import annotations
 
-from .. import fp64
 from ..ir import Op
 from ..lowering import LoweringContext
-from ..rounding import MODES, ROUND_INT, SYMBOLS
+from ..mslib import fp64
+from ..mslib.rounding import MODES, ROUND_INT, SYMBOLS
 from ..types import elem_of
 
 
