@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import re
 
-from ..ir import Op
+from ..ir import CMPF_PREDICATES, CMPI_PREDICATES, Op, involves_f64, predicate
 from ..lowering import LoweringContext, lowers
 from ..mslib import fp8
+from ..mslib.fp8 import float_to_fp8, fp8_to_float
 from ..mslib.registry import use_called
 from ..types import PointerType, ScalarType, TensorType, elem_of
 from . import bessel, float64, rounding, special
-from .float64 import involves_f64
 
 # ---------------------------------------------------------------------------------------------
 # helpers
@@ -28,20 +28,6 @@ def _ety(v) -> ScalarType:
 def _is_small_float(t) -> bool:
     """Narrower than float: computed in float and rounded back (f16, bf16 and the fp8 formats)."""
     return isinstance(t, ScalarType) and (t.name in ("f16", "bf16") or t.name in fp8.FORMATS)
-
-
-def fp8_to_float(ctx: LoweringContext, t: ScalarType, x: str) -> str:
-    """An fp8 byte `x` of type `t` as a float (exact)."""
-    name, text = fp8.to_f32_helper(fp8.FORMATS[t.name])
-    ctx.e.helper(name, text)
-    return f"{name}({x})"
-
-
-def float_to_fp8(ctx: LoweringContext, t: ScalarType, x: str, rounding: str = "rtne") -> str:
-    """A float expression `x` rounded to fp8 type `t` (`rounding` "rtne" or "rtz", saturating)."""
-    name, text = fp8.from_f32_helper(fp8.FORMATS[t.name], rounding)
-    ctx.e.helper(name, text)
-    return f"{name}({x})"
 
 
 def _f(ctx, v, r) -> str:
@@ -144,8 +130,6 @@ def _negated(x: str) -> str:
 
 @lowers(*_FBIN)
 def float_binary(ctx, op):
-    if involves_f64(op):
-        return float64.lower(ctx, op)
     a, b = op.operands
     res = op.results[0]
     t = _ety(res)
@@ -175,8 +159,6 @@ def float_binary(ctx, op):
 
 @lowers("tt.precise_divf")
 def precise_div(ctx, op):
-    if involves_f64(op):
-        return float64.lower(ctx, op)
     a, b = op.operands
     t = _ety(op.results[0])
     _define_map(ctx, op, lambda r: _back(ctx, t, f"precise::divide({_f(ctx, a, r)}, {_f(ctx, b, r)})"), hint="div")
@@ -184,8 +166,6 @@ def precise_div(ctx, op):
 
 @lowers("tt.precise_sqrt")
 def precise_sqrt(ctx, op):
-    if involves_f64(op):
-        return float64.lower(ctx, op)
     (a,) = op.operands
     t = _ety(op.results[0])
     _define_map(ctx, op, lambda r: _back(ctx, t, f"precise::sqrt({_f(ctx, a, r)})"), hint="sqrt")
@@ -193,8 +173,6 @@ def precise_sqrt(ctx, op):
 
 @lowers("arith.remf")
 def remf(ctx, op):
-    if involves_f64(op):
-        return float64.lower(ctx, op)
     a, b = op.operands
     t = _ety(op.results[0])
     _define_map(ctx, op, lambda r: _back(ctx, t, f"fmod({_f(ctx, a, r)}, {_f(ctx, b, r)})"), hint="rem")
@@ -202,8 +180,6 @@ def remf(ctx, op):
 
 @lowers("arith.negf")
 def negf(ctx, op):
-    if involves_f64(op):
-        return float64.lower(ctx, op)
     (a,) = op.operands
     t = _ety(op.results[0])
     _define_map(ctx, op, lambda r: f"-{ctx.expr(a, r)}" if not _is_small_float(t)
@@ -228,8 +204,6 @@ inline float tmps_minimumf(float a, float b) {
 
 @lowers("arith.maximumf", "arith.minimumf", "arith.maxnumf", "arith.minnumf")
 def float_minmax(ctx, op):
-    if involves_f64(op):
-        return float64.lower(ctx, op)
     a, b = op.operands
     t = _ety(op.results[0])
     if op.name in ("arith.maximumf", "arith.minimumf"):
@@ -243,8 +217,6 @@ def float_minmax(ctx, op):
 
 @lowers("tt.clampf")
 def clampf(ctx, op):
-    if involves_f64(op):
-        return float64.lower(ctx, op)
     x, lo, hi = op.operands
     t = _ety(op.results[0])
     prop = op.attrs.get("propagateNan", "")
@@ -281,8 +253,6 @@ def _math_expr(ctx, template: str, args: list[str]) -> str:
 
 @lowers(*_MATH_F)
 def float_math(ctx, op):
-    if involves_f64(op):
-        return float64.lower(ctx, op)
     t = _ety(op.results[0])
     tpl = _MATH_F[op.name]
     _define_map(ctx, op, lambda r: _back(ctx, t, _math_expr(ctx, tpl, [_f(ctx, a, r) for a in op.operands])),
@@ -385,8 +355,8 @@ def extern_elementwise(ctx, op):
         return special.lower(ctx, op)
     if sym in rounding.SYMBOLS:  # rounding modes, compiler/ops/rounding.py
         return rounding.lower(ctx, op)
-    if involves_f64(op):
-        return float64.lower(ctx, op)
+    if involves_f64(op):  # software float64, compiler/ops/float64.py
+        return float64.extern(ctx, op)
     tpl = _EXTERN.get(sym)
     if tpl is None:
         hint = ""
@@ -544,24 +514,14 @@ def mulhiui(ctx, op):
 # ---------------------------------------------------------------------------------------------
 # comparisons and select
 
-_CMPI = ["==", "!=", "<", "<=", ">", ">=", "<", "<=", ">", ">="]
-_CMPI_NAMES = ["eq", "ne", "slt", "sle", "sgt", "sge", "ult", "ule", "ugt", "uge"]
-_CMPF_NAMES = ["false", "oeq", "ogt", "oge", "olt", "ole", "one", "ord",
-               "ueq", "ugt", "uge", "ult", "ule", "une", "uno", "true"]
-
-
-def _predicate(op, names) -> int:
-    p = op.int_attr("predicate")  # arith's CmpIPredicate / CmpFPredicate: the index in `names`
-    if p is None or not 0 <= p < len(names):
-        raise ValueError(f"cannot read predicate of {op.text!r}")
-    return p
+_CMPI = ["==", "!=", "<", "<=", ">", ">=", "<", "<=", ">", ">="]  # by CMPI_PREDICATES index
 
 
 @lowers("arith.cmpi")
 def cmpi(ctx, op):
     a, b = op.operands
     t = _ety(a)
-    p = _predicate(op, _CMPI_NAMES)
+    p = predicate(op, CMPI_PREDICATES)
     sym = _CMPI[p]
     unsigned = p >= 6
 
@@ -573,16 +533,14 @@ def cmpi(ctx, op):
             x, y = _u(t, x), _u(t, y)
         return f"{x} {sym} {y}"
 
-    _define_map(ctx, op, reg, hint=_CMPI_NAMES[p])
+    _define_map(ctx, op, reg, hint=CMPI_PREDICATES[p])
 
 
 @lowers("arith.cmpf")
 def cmpf(ctx, op):
-    if involves_f64(op):
-        return float64.lower(ctx, op)
     a, b = op.operands
-    p = _predicate(op, _CMPF_NAMES)
-    name = _CMPF_NAMES[p]
+    p = predicate(op, CMPF_PREDICATES)
+    name = CMPF_PREDICATES[p]
 
     def reg(r):
         x, y = _f(ctx, a, r), _f(ctx, b, r)
@@ -628,8 +586,6 @@ def int_casts(ctx, op):
 
 @lowers("arith.sitofp", "arith.uitofp")
 def int_to_float(ctx, op):
-    if involves_f64(op):
-        return float64.lower(ctx, op)
     (a,) = op.operands
     src, dst = _ety(a), _ety(op.results[0])
     signed = op.name == "arith.sitofp"
@@ -676,8 +632,6 @@ def _int_to_float_odd(ctx, x: str, signed: bool) -> str:
 
 @lowers("arith.fptosi", "arith.fptoui")
 def float_to_int(ctx, op):
-    if involves_f64(op):
-        return float64.lower(ctx, op)
     (a,) = op.operands
     dst = _ety(op.results[0])
     signed = op.name == "arith.fptosi"
@@ -726,8 +680,6 @@ def _float_convert(ctx, src: ScalarType, dst: ScalarType, x: str, rounding: str 
 
 @lowers("arith.extf", "arith.truncf", "tt.fp_to_fp")
 def float_casts(ctx, op):
-    if involves_f64(op):
-        return float64.lower(ctx, op)
     (a,) = op.operands
     src, dst = _ety(a), _ety(op.results[0])
     for t in (src, dst):
