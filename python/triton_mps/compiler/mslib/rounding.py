@@ -40,10 +40,6 @@ from __future__ import annotations
 
 from .registry import entry
 
-MODES = {"rn": 0, "rz": 1, "rd": 2, "ru": 3}
-# tmps_f64_round_int's modes for the same rounding (0 trunc, 1 floor, 2 ceil, 4 nearest even)
-ROUND_INT = {"rn": 4, "rz": 0, "rd": 1, "ru": 2}
-
 # (fp32-only entries do not depend on the tmps_f64_* ones: a kernel using a helper named tmps_f64*
 # gets the "float64 is emulated" warning)
 entry("tmps_f32_round", (), """static inline ulong tmps_f32_jam(ulong m, int d) {
@@ -229,21 +225,3 @@ static inline uint tmps_f64_to_f32_m(ulong a, int mode) {
   return tmps_f32_round_m(sign, e, m << 10, mode);
 }
 """)
-
-# ---- libdevice symbols (language/libdevice.py) -> what compiler/ops/rounding.py emits ------------
-# arithmetic: tmps_<op>_<mode> on fp32 or fp64 (op: add sub mul div sqrt rcp fma; mode: rz rd ru)
-ARITH = {"add": 2, "sub": 2, "mul": 2, "div": 2, "fma": 3, "sqrt": 1, "rcp": 1}
-DIRECTED = ("rz", "rd", "ru")
-SYMBOLS: dict[str, tuple[str, str]] = {}  # symbol -> (kind, mode)
-for _op in ARITH:
-    for _m in DIRECTED:
-        SYMBOLS[f"tmps_{_op}_{_m}"] = (_op, _m)
-for _m in MODES:
-    for _kind in ("d2f", "d2i", "d2u", "i2d", "u2d"):
-        SYMBOLS[f"tmps_{_kind}_{_m}"] = (_kind, _m)
-for _m in DIRECTED:  # the _rn ones are the native conversions (tmps_i2f, tmps_u2f)
-    for _kind in ("i2f", "u2f"):
-        SYMBOLS[f"tmps_{_kind}_{_m}"] = (_kind, _m)
-for _kind in ("d2hi", "d2lo", "hilo2d", "d_as_ll", "ll_as_d"):
-    SYMBOLS[f"tmps_{_kind}"] = (_kind, "")
-del _op, _m, _kind

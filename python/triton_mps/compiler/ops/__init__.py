@@ -8,6 +8,7 @@ from . import (  # noqa: F401
     elementwise,
     float64,
     layout_conversion,
+    libdevice,
     memory,
     reduce,
     shape,

@@ -43,8 +43,8 @@ from ..ir import Op, Value
 from ..layout import Layout
 from ..lowering import LOOP_CARRIERS, STAGES_FROM_SOURCE, LoopCarrier, LoweringContext, lowers, scratch_limit
 from ..mslib import fp64
+from ..mslib.fp8 import fp8_to_float
 from ..types import ScalarType, elem_of
-from .elementwise import fp8_to_float
 from .layout_conversion import row_major
 
 ENV = "TRITON_MPS_DOT"

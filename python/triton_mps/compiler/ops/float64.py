@@ -1,8 +1,7 @@
 """Lowerings of float ops whose operands or result are f64: calls into the software binary64
 library (compiler/mslib/, values are `ulong` bits). Registered with `@lowers(..., when=involves_f64)`:
 lowering.py consults them before the float lowerings of ops/elementwise.py, for the ops with an
-f64 operand or result only. tt.extern_elementwise on f64 comes through `extern` (its symbol
-tables decide first)."""
+f64 operand or result only. tt.extern_elementwise on f64: ops/libdevice.py."""
 
 from __future__ import annotations
 
@@ -20,16 +19,6 @@ _MATH_FUNCS = {
     "atan": "tmps_f64_atan", "atan2": "tmps_f64_atan2", "asinh": "tmps_f64_asinh", "acosh": "tmps_f64_acosh",
     "atanh": "tmps_f64_atanh",
 }
-# libdevice symbol (tmps_<key>) -> the MSL function
-_MORE_FUNCS = {
-    "exp10": "tmps_f64_exp10", "sinpi": "tmps_f64_sinpi", "cospi": "tmps_f64_cospi", "rcbrt": "tmps_f64_rcbrt",
-    "hypot": "tmps_f64_hypot", "rhypot": "tmps_f64_rhypot", "norm3d": "tmps_f64_norm3d",
-    "rnorm3d": "tmps_f64_rnorm3d", "norm4d": "tmps_f64_norm4d", "rnorm4d": "tmps_f64_rnorm4d",
-    "remainder": "tmps_f64_remainder", "fdim": "tmps_f64_fdim", "nextafter": "tmps_f64_nextafter",
-    "powi": "tmps_f64_powi", "ldexp": "tmps_f64_scalbn", "ilogb": "tmps_f64_ilogb", "logb": "tmps_f64_logb",
-    "f2i_rint": "tmps_f64_llrint", "f2i_round": "tmps_f64_llround",
-}
-
 _ABS = fp64.literal_bits(fp64.ABS)
 _SIGN = fp64.literal_bits(fp64.SIGN)
 
@@ -206,46 +195,3 @@ def _float_cast(ctx, op) -> None:
         return f"as_type<{dst.msl()}>(({'uint' if dst.name == 'f32' else 'ushort'}){bits})"
 
     _define(ctx, op, reg, "cvt")
-
-
-# tt.extern_elementwise symbols of language/libdevice.py that take fp64 (its `_F64`)
-_EXTERN_CALLS = {
-    "tmps_exp": "tmps_f64_exp", "tmps_exp2": "tmps_f64_exp2", "tmps_log": "tmps_f64_log", "tmps_log2": "tmps_f64_log2",
-    "tmps_sin": "tmps_f64_sin", "tmps_cos": "tmps_f64_cos", "tmps_erf": "tmps_f64_erf", "tmps_sqrt": "tmps_f64_sqrt",
-    "tmps_rsqrt": "tmps_f64_rsqrt", "tmps_fmod": "tmps_f64_fmod", "tmps_fmin": "tmps_f64_minnum",
-    "tmps_fmax": "tmps_f64_maxnum", "tmps_div_rn": "tmps_f64_div", "tmps_add": "tmps_f64_add",
-    "tmps_sub": "tmps_f64_sub", "tmps_mul": "tmps_f64_mul", "tmps_fma": "tmps_f64_fma",
-    **{f"tmps_{f}": fn for f, fn in _MATH_FUNCS.items()},
-    **{f"tmps_{f}": fn for f, fn in _MORE_FUNCS.items()},  # int results: ilogb (int32), llrint (int64)
-}
-_EXTERN_ROUND = {"tmps_trunc": 0, "tmps_floor": 1, "tmps_ceil": 2, "tmps_round": 3, "tmps_rint": 4}
-
-
-def extern(ctx: LoweringContext, op: Op) -> None:
-    """tt.extern_elementwise on f64 (ops/elementwise.py hands it here after its own symbol tables)."""
-    sym = op.attrs.get("symbol", "")
-    res_t = elem_of(op.results[0].type)
-
-    def reg(r):
-        a = _args(ctx, op, r)
-        if sym in _EXTERN_CALLS:
-            return fp64.call(ctx, _EXTERN_CALLS[sym], *a)
-        if sym in _EXTERN_ROUND:
-            return fp64.call(ctx, "tmps_f64_round_int", a[0], str(_EXTERN_ROUND[sym]))
-        if sym == "tmps_fabs":
-            return f"{a[0]} & {_ABS}"
-        if sym == "tmps_copysign":
-            return f"({a[0]} & {_ABS}) | ({a[1]} & {_SIGN})"
-        if sym == "tmps_rcp":
-            return fp64.call(ctx, "tmps_f64_div", fp64.literal(1.0), a[0])
-        if sym == "tmps_isnan":
-            return f"({res_t.msl()}){fp64.call(ctx, 'tmps_f64_isnan', a[0])}"
-        if sym == "tmps_isinf":
-            return f"({res_t.msl()})(({a[0]} & {_ABS}) == 0x7ff0000000000000ul)"
-        if sym == "tmps_isfinite":
-            return f"({res_t.msl()})(({a[0]} & {_ABS}) < 0x7ff0000000000000ul)"
-        if sym == "tmps_signbit":
-            return f"({res_t.msl()})({a[0]} >> 63)"
-        ctx.error(op, f"extern function '{sym}' on float64 is not supported")
-
-    _define(ctx, op, reg, sym[5:] or "ext")
