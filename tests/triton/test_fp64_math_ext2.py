@@ -363,7 +363,7 @@ def _small(x_ptr, y_ptr, z_ptr, w_ptr, out_ptr, n, BLOCK: tl.constexpr):
 
 
 SMALL = ["logb", "norm3d", "rnorm3d", "norm4d", "rnorm4d", "hypot", "rhypot"]
-# computed in float (fp16/bf16 rounded back once; ops/elementwise.py tmps_norm4f, tmps_logb): the
+# computed in float (fp16/bf16 rounded back once; mslib/fp32.py tmps_norm4f, tmps_logb): the
 # norms (hypot too) from a float-float sum of squares and one corrected square root (measured:
 # <= 0.5 ulp for normal results, 0.70 where a reciprocal is subnormal (a second rounding); fp16 /
 # bf16 <= 0.5); logb exact.

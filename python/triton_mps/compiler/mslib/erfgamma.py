@@ -1,6 +1,6 @@
 """The error and gamma function families on software binary64: erf, erfc (within 1 ulp), and
 libdevice's erfinv, erfcinv, erfcx, normcdf, normcdfinv, lgamma, tgamma for every float type
-(ops/special.py widens fp32/fp16/bf16 exactly and rounds the binary64 result once).
+(ops/libdevice.py widens fp32/fp16/bf16 exactly and rounds the binary64 result once).
 
 - erf: |x| < 6: x * 2/sqrt(pi) * sum (-x^2)^n / (n! (2n+1)) by Horner in double-double with
   exact coefficients (enough terms for |x|; cancellation for large |x| costs < 50 of ~106 bits);

@@ -25,8 +25,9 @@ from ..lowering import LoweringContext, lowers
 from ..mslib import fp64
 from ..mslib.registry import use_called
 from ..types import ScalarType, elem_of
-from . import rounding
 from .elementwise import as_float, define_map, round_back
+from .rounding import SYMBOLS as ROUNDING_SYMBOLS
+from .rounding import lower as lower_rounding
 
 
 @dataclass(frozen=True)
@@ -163,7 +164,7 @@ SYMBOLS: dict[str, Fn] = {
     "tmps_yn": Fn(wide="tmps_f64_yn({1}, {0})"),
     "tmps_rcp64h": Fn(wide="tmps_f64_rcp64h({0})"),
     # directed rounding and bit moves: tmps_<op>_<mode>, tmps_d2f_<mode>, ... (ops/rounding.py)
-    **{sym: Fn(rounding=kind_mode) for sym, kind_mode in rounding.SYMBOLS.items()},
+    **{sym: Fn(rounding=kind_mode) for sym, kind_mode in ROUNDING_SYMBOLS.items()},
 }
 F64_SYMBOLS = frozenset(s for s, fn in SYMBOLS.items() if fn.f64)  # language/libdevice.py offers fp64 for them
 _FLOATS = ("f16", "bf16", "f32", "f64")
@@ -176,7 +177,7 @@ def extern_elementwise(ctx: LoweringContext, op: Op) -> None:
     if fn is not None and fn.wide:
         return _wide(ctx, op, sym, fn.wide)
     if fn is not None and fn.rounding:
-        return rounding.lower(ctx, op, *fn.rounding)
+        return lower_rounding(ctx, op, *fn.rounding)
     if involves_f64(op):
         if fn is None or fn.f64 is None:
             ctx.error(op, f"extern function '{sym}' on float64 is not supported")
