@@ -39,7 +39,7 @@ def entry(name: str, deps: tuple[str, ...], text: str) -> None:
     for fn in defines:
         if fn in _DEFINER:
             raise ValueError(f"{fn} is defined by both {_DEFINER[fn]} and {name}")
-        _DEFINER[fn] = name
+    _DEFINER.update(dict.fromkeys(defines, name))
     LIB[name] = Entry(name, tuple(deps), text, defines)
 
 
