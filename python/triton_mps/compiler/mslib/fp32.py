@@ -1,6 +1,7 @@
 """float (fp32) functions Metal lacks, as MSL helpers (fp16/bf16 calls widen to float first):
-erf, erfc, log1p, expm1, cbrt (math.* ops and libdevice), and libdevice's byte_perm, powi,
-remainder, nextafter, logb, ilogb and the hypot/norm family (tmps_norm4f).
+erf, erfc, log1p, expm1, cbrt (math.* ops and libdevice), libdevice's byte_perm, powi,
+remainder, nextafter, logb, ilogb and the hypot/norm family (tmps_norm4f); LLVM's NaN-propagating
+maximum/minimum; 64-bit integers to float rounded to odd (for a second, correct rounding).
 """
 
 from __future__ import annotations
@@ -152,3 +153,31 @@ entry("tmps_ilogb", (), """inline int tmps_ilogb(float x) {
   return -118 - (int)clz(as_type<uint>(x) & 0x7fffffu);  // subnormal: m * 2^-149
 }
 """)
+
+entry("maximumf", (), """inline float tmps_maximumf(float a, float b) {
+  // NaN-propagating maximum; -0 < +0 (LLVM `maximum`).
+  if (a != a) return a;
+  if (b != b) return b;
+  if (a == b) return as_type<uint>(a) & 0x80000000u ? b : a;
+  return a > b ? a : b;
+}
+inline float tmps_minimumf(float a, float b) {
+  if (a != a) return a;
+  if (b != b) return b;
+  if (a == b) return as_type<uint>(a) & 0x80000000u ? a : b;
+  return a < b ? a : b;
+}
+""")
+
+entry("tmps_u64_to_float_odd", (), """static inline float tmps_u64_to_float_odd(ulong u) {
+  float f = (float)u;  // to nearest even; then: toward zero, and odd when inexact
+  bool big = f >= 18446744073709551616.0f;
+  uint b = as_type<uint>(f);
+  if (big || (ulong)f > u) b -= 1u;
+  if (big || (ulong)f != u) b |= 1u;
+  return as_type<float>(b);
+}""")
+
+entry("tmps_i64_to_float_odd", ("tmps_u64_to_float_odd",), """static inline float tmps_i64_to_float_odd(long v) {
+  return v < 0 ? -tmps_u64_to_float_odd(-(ulong)v) : tmps_u64_to_float_odd((ulong)v);
+}""")

@@ -13,7 +13,7 @@ from ..ir import CMPF_PREDICATES, CMPI_PREDICATES, Op, predicate
 from ..lowering import LoweringContext, lowers
 from ..mslib import fp8
 from ..mslib.fp8 import float_to_fp8, fp8_to_float
-from ..mslib.registry import use_called
+from ..mslib.registry import use, use_called
 from ..types import PointerType, ScalarType, TensorType, elem_of
 
 # ---------------------------------------------------------------------------------------------
@@ -187,28 +187,12 @@ def negf(ctx, op):
                 else round_back(ctx, t, f"-{as_float(ctx, a, r)}"), hint="neg")
 
 
-_MAXIMUM = """inline float tmps_maximumf(float a, float b) {
-  // NaN-propagating maximum; -0 < +0 (LLVM `maximum`).
-  if (a != a) return a;
-  if (b != b) return b;
-  if (a == b) return as_type<uint>(a) & 0x80000000u ? b : a;
-  return a > b ? a : b;
-}
-inline float tmps_minimumf(float a, float b) {
-  if (a != a) return a;
-  if (b != b) return b;
-  if (a == b) return as_type<uint>(a) & 0x80000000u ? a : b;
-  return a < b ? a : b;
-}
-"""
-
-
 @lowers("arith.maximumf", "arith.minimumf", "arith.maxnumf", "arith.minnumf")
 def float_minmax(ctx, op):
     a, b = op.operands
     t = _ety(op.results[0])
     if op.name in ("arith.maximumf", "arith.minimumf"):
-        _helper(ctx, "maximumf", _MAXIMUM)
+        use(ctx, "maximumf")  # mslib/fp32.py
         fn = "tmps_" + op.name.split(".")[1]
     else:
         fn = "fmax" if op.name == "arith.maxnumf" else "fmin"
@@ -501,19 +485,10 @@ def int_to_float(ctx, op):
 
 def _int_to_float_odd(ctx, x: str, signed: bool) -> str:
     """An integer (already unsigned when not `signed`) converted to float rounded to odd."""
-    _helper(ctx, "tmps_u64_to_float_odd", """static inline float tmps_u64_to_float_odd(ulong u) {
-  float f = (float)u;  // to nearest even; then: toward zero, and odd when inexact
-  bool big = f >= 18446744073709551616.0f;
-  uint b = as_type<uint>(f);
-  if (big || (ulong)f > u) b -= 1u;
-  if (big || (ulong)f != u) b |= 1u;
-  return as_type<float>(b);
-}""")
     if not signed:
+        use(ctx, "tmps_u64_to_float_odd")  # mslib/fp32.py
         return f"tmps_u64_to_float_odd((ulong){x})"
-    _helper(ctx, "tmps_i64_to_float_odd", """static inline float tmps_i64_to_float_odd(long v) {
-  return v < 0 ? -tmps_u64_to_float_odd(-(ulong)v) : tmps_u64_to_float_odd((ulong)v);
-}""")
+    use(ctx, "tmps_i64_to_float_odd")
     return f"tmps_i64_to_float_odd((long){x})"
 
 
