@@ -10,20 +10,12 @@ sys.path.insert(0, str(REPO / "tools"))
 
 import check_imports  # noqa: E402
 
-# Circles being removed on other branches of the same redesign (issue 22); each names its owner.
-# Delete an entry once its branch is merged: the test then holds the line.
-KNOWN: list[set[str]] = [
-    # mslib helper (branch house-mslib): fp64 lowerings through @lowers end this one.
-    {"triton_mps.compiler.ops.elementwise", "triton_mps.compiler.ops.float64"},
-]
-
 
 def test_no_import_circle_in_python() -> None:
     edges = check_imports.graph(REPO / "python")
-    found = [set(c) for c in check_imports.circles(edges)]
-    new = [c for c in found if c not in KNOWN]
-    assert not new, "import circles (tools/check_imports.py):\n" + "\n".join(
-        " -> ".join(check_imports.one_cycle(edges, sorted(c))) for c in new)
+    found = check_imports.circles(edges)
+    assert not found, "import circles (tools/check_imports.py):\n" + "\n".join(
+        " -> ".join(check_imports.one_cycle(edges, sorted(c))) for c in found)
 
 
 def test_the_check_finds_a_circle(tmp_path: Path) -> None:

@@ -23,7 +23,7 @@ Decisions:
 - Dot: `min_dot_size` is (1, 1, 1) for every dtype: the compiler uses 8x8 simdgroup matrices
   where shapes allow and a general fallback otherwise, so Triton's front end need not reject
   small dots. fp8 operands are widened to float in the operand staging (fp8 storage is
-  emulated, compiler/fp8.py); "tf32" and "tf32x3" are accepted and computed in full fp32 (ieee);
+  emulated, compiler/mslib/fp8.py); "tf32" and "tf32x3" are accepted and computed in full fp32 (ieee);
   "bf16x3" / "bf16x6" are Triton's definition (f32_dot_tc: bf16 parts, bf16 dots summed in fp32).
 - Tensor descriptors (tl.make_tensor_descriptor, desc.load/store) become plain masked
   loads/stores in TTIR (`rewrite_tensor_descriptor_to_pointer`). Block pointers were removed
@@ -114,7 +114,7 @@ class MPSOptions:
     sanitize_overflow: bool = True
     enable_fp_fusion: bool = True
     # All of Triton's fp8 formats, emulated: 8-bit storage and exact software conversions
-    # (compiler/fp8.py; fp8e4b15 through convert_custom_types, language/fp8e4b15.py).
+    # (compiler/mslib/fp8.py; fp8e4b15 through convert_custom_types, language/fp8e4b15.py).
     supported_fp8_dtypes: tuple[str, ...] = ("fp8e5", "fp8e5b16", "fp8e4nv", "fp8e4b8", "fp8e4b15")
     deprecated_fp8_dot_operand_dtypes: tuple[str, ...] = ()
     default_dot_input_precision: str = "ieee"

@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-from . import (
-    fp64,
-    ops,  # noqa: F401  (registers every lowering)
-)
+from . import ops  # noqa: F401  (registers every lowering)
 from .abi import ArgInfo, CompiledMSL, uses_device_fence
 from .coherence import COHERENT_HELPER, COHERENT_KEY, COHERENT_POINTERS
 from .effects import effect_threads, module_uses_debug, module_uses_locks, written_args
 from .errors import CompilationError
 from .ir import read_module
 from .lowering import SCRATCH_BUDGET, KernelState, LoweringContext, function_body
+from .mslib import fp64
 from .names import legal_kernel_name
 from .ops import debug as debug_ops
 from .ops import memory as memory_ops

@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import math
 
-from .. import fp8
 from ..ir import Op
 from ..lowering import LoweringContext, lowers, scratch_limit
+from ..mslib import fp8
 from ..scratch import scratch_bytes
 from ..types import ScalarType, TensorType, elem_of
 

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from .. import fp64
 from ..axis_info import AxisAnalysis, vector_runs
 from ..coherence import device_ptr
 from ..ir import Op
 from ..lowering import LoweringContext, lowers
+from ..mslib import fp64
 from ..types import PointerType, ScalarType, TensorType, elem_of
 
 
