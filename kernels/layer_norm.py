@@ -15,7 +15,7 @@ Backward, in two kernels:
 
 Memory ordering: the lock's atomics carry Triton's default `acq_rel` semantics. The compiler
 must make the buffer writes of every thread of the program visible before the release and the
-acquire must happen before any thread reads the buffer (see tests/kernels/test_layer_norm.py).
+acquire must happen before any thread reads the buffer (see tests/triton/kernels/test_layer_norm.py).
 All statistics and partial sums are fp32, whatever the input dtype.
 """
 

@@ -55,5 +55,5 @@ ASAN_OPTIONS=detect_leaks=0:halt_on_error=1:handle_segv=0:handle_sigbus=0:handle
   UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1:log_path=$ROOT/build/asan-py/report \
   LD_PRELOAD="$LIBASAN $LIBUBSAN" PYTHONPATH="$PREFIX" \
   "$PY" -m pytest -q -p no:cacheprovider \
-  tests/errors/test_msl_api.py tests/errors/test_core_inputs.py tests/test_buffers.py tests/test_memcheck.py "${@:2}" \
+  tests/errors/test_msl_api.py tests/errors/test_core_inputs.py tests/api/test_buffers.py tests/sim/test_memcheck.py "${@:2}" \
   || { cat build/asan-py/report.* 2>/dev/null; exit 1; }

@@ -6,12 +6,13 @@ trig.py, hyperbolic.py, roots.py, erfgamma.py, misc.py).
     python tools/fp64_accuracy.py -n 20000 --seed 7
     python tools/fp64_accuracy.py -n 20000 --record   # + tools/supported_ops/fp64_accuracy.json
 
-Runs the kernels of tests/triton/test_fp64_math_ext.py and test_fp64_math_ext2.py (every
+Runs the kernels of tests/triton/numerics/test_fp64_math_trig_hyperbolic_pow.py and
+test_fp64_math_norms_exact.py (every
 function through libdevice on float64) on the simulator / the Mac, with the same input generators
 (each function's interesting ranges, every magnitude, specials), and prints per function the
 largest error in ulp against mpmath at 200 bits, where it occurs, and how many inputs were
 compared (special values are compared bit for bit with numpy / the IEEE rules and count as 0 ulp
-when equal; the exact functions of test_fp64_math_ext2 (remainder, fdim, nextafter, ldexp, ...)
+when equal; the exact functions of test_fp64_math_norms_exact (remainder, fdim, nextafter, ldexp, ...)
 are compared bit for bit, 0 when all match). Exit status 1 when a function exceeds its bound in
 its test (ULP). `--record` writes the maxima to
 tools/supported_ops/fp64_accuracy.json, which `tools/supported_ops/generate.py write` renders
@@ -29,7 +30,7 @@ from pathlib import Path
 
 os.environ.setdefault("TRITON_BACKEND", "mps")
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tests" / "triton"))
+sys.path.insert(0, str(ROOT / "tests" / "triton" / "numerics"))
 RECORD = ROOT / "tools" / "supported_ops" / "fp64_accuracy.json"
 
 
@@ -42,7 +43,7 @@ def main() -> int:
 
     import mpmath
     import numpy as np
-    import test_fp64_math_ext as t
+    import test_fp64_math_trig_hyperbolic_pow as t
     from triton.runtime.driver import driver
     from triton_mps.backend.driver import MPSDriver
 
@@ -66,7 +67,7 @@ def main() -> int:
                                      "compared": len(errs)}
         print(f"{name:6s} max {err:6.3f} ulp (bound {t.ULP[name]}) over {len(errs)} inputs, at {where}"
               + ("  OVER" if over else ""))
-    import test_fp64_math_ext2 as t2
+    import test_fp64_math_norms_exact as t2
 
     t0 = time.time()
     ins, res = t2.run_all(driver.active, np.random.default_rng(args.seed), args.n)

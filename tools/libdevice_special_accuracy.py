@@ -4,7 +4,7 @@
     python tools/libdevice_special_accuracy.py                     # 2000 inputs per family and dtype
     python tools/libdevice_special_accuracy.py -n 20000 --seed 7 --dtypes float64
 
-Runs the kernels of tests/triton/test_libdevice_special.py with the same input generators
+Runs the kernels of tests/triton/numerics/test_libdevice_special.py with the same input generators
 (each function's domain at every magnitude, the special values) and prints per function and
 dtype the largest error in ulp of the exact value (mpmath, 160 bits) and where it occurs. For
 lgamma it also prints the maximum away from its negative-axis zeros (|lgamma| >= 1e-8), and for
@@ -24,7 +24,7 @@ from pathlib import Path
 
 os.environ.setdefault("TRITON_BACKEND", "mps")
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tests" / "triton"))
+sys.path.insert(0, str(ROOT / "tests" / "triton" / "numerics"))
 
 
 def main() -> int:

@@ -610,7 +610,7 @@ std::shared_ptr<Pipeline> SimDevice::build_pipeline(const std::string& source, c
   }
   // A -O2 build of this kernel is used whenever there is one (see Tiering). The baseline x86-64
   // target (no F16C) is built -O2 only: there, -O0 half arithmetic propagates other NaN payloads
-  // than -O2 (measured: tests/test_sim_target.py); every other target gives the same bits.
+  // than -O2 (measured: tests/sim/test_sim_target.py); every other target gives the same bits.
   const Tiering tier = sim_target().name == "x86_64" ? Tiering::Full : tiering();
   const std::string key_full = library_key(tr.cpp, options, OptLevel::Full);
   const std::string so_full = library_path(key_full);

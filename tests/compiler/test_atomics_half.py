@@ -263,7 +263,7 @@ def max64_kernel(ptr, val_ptr, BLOCK: tl.constexpr):
 @pytest.mark.parametrize("fn,dtype", [(add64_kernel, "i64"), (add64_kernel, "u64"), (max64_kernel, "u64"),
                                       (max64_kernel, "i64")])
 def test_64bit_atomics_use_the_lock_table(fn, dtype):
-    """64-bit atomics compile to the lock-table helpers (run: tests/triton/test_atomics64.py),
+    """64-bit atomics compile to the lock-table helpers (run: tests/triton/language/test_atomics64.py),
     with the table as a hidden binding after the arguments."""
     sig = {"ptr": f"*{dtype}", "val_ptr": f"*{dtype}", "BLOCK": "constexpr"}
     mod, ctx = make_ttgir(fn, sig, {"BLOCK": 64}, 1)

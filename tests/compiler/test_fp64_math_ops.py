@@ -1,6 +1,6 @@
 """The `math.*` MLIR ops of the float64 functions of compiler/mslib/ (math.tan,
 math.powf, math.atan2, ...). Triton's `tl` front end has no such functions (libdevice calls
-reach the same helpers as tt.extern_elementwise, tests/triton/test_fp64_math_ext.py), but other
+reach the same helpers as tt.extern_elementwise, tests/triton/numerics/test_fp64_math_trig_hyperbolic_pow.py), but other
 producers emit the ops: one kernel of `tl.exp` / `+` on float64 whose TTGIR text gets each
 `math.exp` / `arith.addf` renamed to one of the ops, parsed back, compiled and run on the
 simulator; each result within 1 ulp of numpy's (libm) on inputs of the function's domain."""

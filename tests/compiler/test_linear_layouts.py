@@ -2,7 +2,7 @@
 
 We compute layouts from the encoding text so that the compiler never calls libtriton's
 Gluon-layout bindings (their C++ static makes every process print leak reports at exit; see
-tests/triton/test_clean_exit.py). The register numbering must match Triton's bit for bit, so
+tests/triton/runtime/test_clean_exit.py). The register numbering must match Triton's bit for bit, so
 this compares both on a seeded random corpus of blocked, slice (nested too), FMA dot-operand
 and linear encodings, with shapes smaller than, equal to and larger than each layout's tile
 (linear ones: equal or smaller, as after a reduction to a size-1 dimension; upstream test_flip

@@ -2,8 +2,8 @@
 
 Big tiles at the real limit (a 128x128x64 fp32 dot; with TMPS_SLOW_TESTS=1 also a transpose,
 flip and cumsum of a 256x128 fp32 tile, ~2 min; the 128x128 fp32 transpose is in
-tests/triton/test_limits.py), and every rounds path on small tensors with the limit lowered (lowering.SCRATCH_LIMIT,
-read when used), so that layout conversions, join/cat, gather, reductions across warps, scans,
+tests/triton/language/test_limits.py), and every rounds path on small tensors with the limit lowered
+(lowering.SCRATCH_LIMIT, read when used), so that layout conversions, join/cat, gather, reductions across warps, scans,
 the generic reduce/scan paths and the FMA dot all run in several rounds cheaply. Values are
 checked against numpy (float64) on fresh random inputs with poisoned outputs, and the emitted
 threadgroup memory (CompiledMSL.shared) against the limit."""

@@ -147,7 +147,7 @@ def test_non_contiguous_array(sim, rng, bad):
            raises="triton_mps.DispatchError", says="out-of-bounds load of 4 bytes past the end of buffer(0)")
 def test_zero_size_array(sim, rng, bad):
     if not sim.is_simulator:
-        # Metal's shader validation (TRITON_MPS_METAL_VALIDATION=1, tests/test_metal_validation.py)
+        # Metal's shader validation (TRITON_MPS_METAL_VALIDATION=1, tests/metal/test_metal_validation.py)
         # checks Metal buffers, not arguments: the Metal buffer bound for an empty array is larger.
         pytest.skip("exact per-argument bounds are the simulator's memcheck")
     k = triton_mps.compile_msl(SCALE, "axpb", sim)

@@ -5,11 +5,11 @@ compiler/lowering.py), by family, with the tests that lowered it.
     python tools/supported_ops/generate.py write                  # regenerate docs/supported-ops.md
     python tools/supported_ops/generate.py check                  # exit 1 if the document is stale
 
-`record` runs pytest (default: tests/compiler tests/kernels tests/triton; about the whole
+`record` runs pytest (default: tests/compiler tests/triton; about the whole
 suite's time) with a plugin that notes, for every op lowered, the test that lowered it, and
 writes tools/supported_ops/coverage.json; Triton's disk cache is bypassed
 (TRITON_ALWAYS_COMPILE=1) so that every kernel is lowered in the run. The document is made from
-the op table (always current) and that recording; tests/test_docs.py checks it is current.
+the op table (always current) and that recording; tests/repo/test_docs.py checks it is current.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ HERE = Path(__file__).resolve().parent
 COVERAGE = HERE / "coverage.json"
 DOC = ROOT / "docs" / "supported-ops.md"
 FP64_ACCURACY = HERE / "fp64_accuracy.json"
-DEFAULT_TESTS = ["tests/compiler", "tests/kernels", "tests/triton"]
+DEFAULT_TESTS = ["tests/compiler", "tests/triton"]
 SHOWN = 3  # tests listed per op
 
 
@@ -85,7 +85,8 @@ def fp64_section() -> list[str]:
         "",
         "Metal has no `double`: float64 is IEEE binary64 computed with integer arithmetic",
         "(`compiler/mslib/fp64.py`). + - * / sqrt fma and conversions are correctly rounded; exp, exp2, log,",
-        "log2, sin, cos, erf, rsqrt are within 1 ulp (`compiler/mslib/`, `tests/triton/test_fp64_math.py`).",
+        "log2, sin, cos, erf, rsqrt are within 1 ulp (`compiler/mslib/`,",
+        "`tests/triton/numerics/test_fp64_math_core.py`).",
         "The functions below (`math.*` ops and `tl.extra.libdevice` calls; from",
         "exp10 on, libdevice calls only) compute a double-double and round once, or",
         "are exact (remainder, fdim, nextafter, ldexp, scalbn, logb, ilogb, llrint, llround: compared",
@@ -93,8 +94,8 @@ def fp64_section() -> list[str]:
         f"`{rec['command']}` on `{rec['device']}`: {rec['inputs_per_function']} inputs per function",
         "(its interesting ranges, every magnitude, subnormals, specials; special values such as",
         "signed zeros, infinities, NaN and C99 Annex F cases compared bit for bit with numpy or the",
-        "IEEE rules). `tests/triton/test_fp64_math_ext.py` and `test_fp64_math_ext2.py` check the same",
-        "bounds (1 ulp; exact) on 620 / 2000 inputs per function.",
+        "IEEE rules). `tests/triton/numerics/test_fp64_math_trig_hyperbolic_pow.py` and",
+        "`test_fp64_math_norms_exact.py` check the same bounds (1 ulp; exact) on 620 / 2000 inputs per function.",
         "",
         "| function | max error (ulp) | at | inputs compared |",
         "|---|---|---|---|",

@@ -7,7 +7,7 @@ Triton line. The emulation (csrc/metal_emu/RULES.md) instruments pipelines with 
 memcheck when MTL_SHADER_VALIDATION is set at device creation and reports what Metal reports.
 
 Metal reads its switches once per process, so the mode runs in a child process
-(tests/metal_validation_child.py, one run for every check: ~5 s with warm kernel caches).
+(tests/metal/metal_validation_child.py, one run for every check: ~5 s with warm kernel caches).
 """
 
 from __future__ import annotations

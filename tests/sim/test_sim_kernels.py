@@ -10,7 +10,7 @@ import triton_mps
 from tmps_testing import poisoned
 
 # The demo's kernel: simd_sum, threadgroup memory, a barrier, simd_sum again.
-REDUCE_SIMD = (Path(__file__).resolve().parents[1] / "examples" / "block_sum.metal").read_text()
+REDUCE_SIMD = (Path(__file__).resolve().parents[2] / "examples" / "block_sum.metal").read_text()
 
 TREE_SUM = r"""
 #include <metal_stdlib>

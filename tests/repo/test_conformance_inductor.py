@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 RUNNER = REPO / "tools" / "conformance" / "run_inductor.py"
 UPSTREAM = Path(os.environ.get("TMPS_UPSTREAM_PYTORCH", REPO.parent / "shared" / "upstream-pytorch"))
 # The CI shard: every SHARD_EVERY-th collected id of CpuTritonTests (about 2 minutes on 2 cores).

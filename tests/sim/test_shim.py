@@ -1,4 +1,4 @@
-"""The simulator's metal_stdlib shim: its unit self-test, and the tests/msl corpus through the
+"""The simulator's metal_stdlib shim: its unit self-test, and the msl/ corpus beside it through the
 real pipeline (frontend, strict Metal check, build) on the simulator."""
 
 from __future__ import annotations

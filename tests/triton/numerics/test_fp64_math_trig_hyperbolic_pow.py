@@ -179,7 +179,7 @@ def results(mps_driver):
 
 
 @pytest.mark.parametrize("name", FUNCS)
-def test_fp64_math_ext(results, name):
+def test_fp64_trig_hyperbolic_pow(results, name):
     x, y, got = results
     i = FUNCS.index(name)
     errs = errors(name, x[i], y if name in ("pow", "atan2") else np.zeros_like(y), got[i])

@@ -1,4 +1,4 @@
-// Self-test of the simulator's metal_stdlib shim (tests/test_shim.py builds it as a .so, runs it via ctypes).
+// Self-test of the simulator's metal_stdlib shim (tests/sim/test_shim.py builds it as a .so, runs it via ctypes).
 // A mock runtime runs the 32 lanes one after another; collectives resolve by repeated rounds.
 #include <metal_stdlib>
 using namespace metal;

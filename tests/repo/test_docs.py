@@ -7,7 +7,7 @@ import re
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 ENV_NAME = re.compile(r"\b(TRITON_MPS_[A-Z0-9_]+|TRITON_METAL_[A-Z0-9_]+|MPS_MAX_[A-Z0-9_]+)\b")
 SOURCES = ["python", "csrc", "tools", "scripts", "examples", "CMakeLists.txt"]
 

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import triton_mps
 
-BLOCK_SUM = (Path(__file__).resolve().parents[1] / "examples" / "block_sum.metal").read_text()
+BLOCK_SUM = (Path(__file__).resolve().parents[2] / "examples" / "block_sum.metal").read_text()
 
 
 class DLPackOnly:

@@ -1,4 +1,5 @@
-"""Helpers for test_layer_norm.py, test_attention.py and test_conv2d.py (a plain module)."""
+"""Helpers for the layer kernels' tests (test_layer_norm.py, test_attention.py, test_conv2d.py: float64
+references with per-dtype tolerances; a plain module)."""
 
 from __future__ import annotations
 

@@ -338,7 +338,7 @@ def results(mps_driver):
 
 
 @pytest.mark.parametrize("name", FUNCS)
-def test_fp64_math_ext2(results, name):
+def test_fp64_norms_and_exact(results, name):
     ins, res = results
     errs = errors(name, ins[name], res[name])
     err, a, g = max(errs, key=lambda e: e[0])

@@ -1,6 +1,6 @@
 """TRITON_MPS_TIMEOUT counts a dispatch's own CPU time, not wall time: on a loaded machine a
 healthy kernel that takes longer than the timeout in wall time is not stopped (a runaway one
-still is: tests/test_interrupt.py). The child pins itself and three busy processes to one CPU,
+still is: tests/sim/test_interrupt.py). The child pins itself and three busy processes to one CPU,
 so the kernel gets at most a quarter of it."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Run by tests/test_metal_validation.py in a fresh process: Metal reads its validation switches
+"""Run by tests/metal/test_metal_validation.py in a fresh process: Metal reads its validation switches
 when the process makes its first device, so the mode must be on before triton_mps starts.
 
 Prints one JSON object: the DispatchError texts (None: no error) and the checks made in between.
@@ -119,7 +119,7 @@ out["inside_page_wrote_past"] = bool(raw[100] == x[99].item())
 
 # A launch with `mps` tensors is encoded on PyTorch's stream (csrc/metal/torch_stream.cpp):
 # here a fake torch/mps.h API (csrc/metal_emu/emu_hooks.cpp) and stand-ins for `mps` tensors over
-# emulated MTLBuffers of exactly 256 floats, as in tests/triton/test_metal_emu_torch.py.
+# emulated MTLBuffers of exactly 256 floats, as in tests/triton/runtime/test_metal_emu_torch.py.
 STORE_NEXT_INT = """#include <metal_stdlib>
 using namespace metal;
 kernel void torch_store_next(device const float* x [[buffer(0)]], device float* y [[buffer(1)]],

@@ -108,7 +108,7 @@ def test_tensor_cache_follows_a_tensor_whose_storage_changed(kernel, sim_only, m
     # A launch past the new storage is still caught (memcheck bounds are the new storage's).
     # Memcheck is the simulator's: on the emulated Metal device this launch would really write
     # past the tensor, as it would on a Mac without shader validation (TRITON_MPS_METAL_VALIDATION=1
-    # checks the Metal buffer, whole pages of host memory here: tests/test_metal_validation.py).
+    # checks the Metal buffer, whole pages of host memory here: tests/metal/test_metal_validation.py).
     if not mps_driver.config["is_simulator"]:
         return
     with pytest.raises(triton_mps.DispatchError, match="out-of-bounds"):

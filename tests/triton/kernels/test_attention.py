@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from kernels_testing_b import assert_close64, device, poisoned_tensor, randn, torch_gen
+from layer_kernels_testing import assert_close64, device, poisoned_tensor, randn, torch_gen
 
 from kernels.attention import attention_forward, attention_reference
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 RUNNER = REPO / "tools" / "conformance" / "run.py"
 UPSTREAM = Path(os.environ.get("TMPS_UPSTREAM_TRITON", REPO.parent / "shared" / "upstream-triton"))
 # The CI shard: every SHARD_EVERY-th collected id of test_core.py (a subset of the every-7th

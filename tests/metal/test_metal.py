@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 import triton_mps
-from test_sim_kernels import REDUCE_SIMD
 from tmps_testing import poisoned
+
+# The demo's kernel, as in tests/sim/test_sim_kernels.py (a test module of another folder is not importable).
+REDUCE_SIMD = (Path(__file__).resolve().parents[2] / "examples" / "block_sum.metal").read_text()
 
 pytestmark = pytest.mark.mac
 
