@@ -137,7 +137,7 @@ inline std::optional<ScalarType> parse_scalar_type(std::string t) {
       {"uint64_t", ScalarType::Base::U64, 8}, {"size_t", ScalarType::Base::U64, 8},  {"half", ScalarType::Base::F16, 2},
       {"bfloat", ScalarType::Base::BF16, 2},  {"float", ScalarType::Base::F32, 4},
       // Not an MSL type (Metal has no fp64): the launcher's name for an fp64 argument that the
-      // kernel declares as `ulong` (software float64, compiler/fp64.py).
+      // kernel declares as `ulong` (software float64, compiler/mslib/fp64.py).
       {"double", ScalarType::Base::F64, 8},
   };
   for (const auto& e : table) {
