@@ -112,7 +112,8 @@ def test_a_failed_build_is_reported_at_the_launch(tmp_path):
 import triton_mps.backend.device as device
 real = device.build_pipeline
 def failing(dev, source, name, **kw):
-    return real(dev, source.replace("using namespace metal;", "using namespace metal; tmps_no_such_type tmps_broken;", 1), name, **kw)
+    broken = source.replace("using namespace metal;", "using namespace metal; tmps_no_such_type tmps_broken;", 1)
+    return real(dev, broken, name, **kw)
 device.build_pipeline = failing
 x = torch.zeros(10)
 k.warmup(x, 10, BLOCK=16, grid=(1,))

@@ -185,14 +185,29 @@ def build_pipeline(dev, source: str, name: str, *, issue_warnings: bool = True):
 
 
 def prebuild(source: str, name: str) -> None:
-    """Start building a just-compiled kernel's pipeline on the current device, in the background."""
+    """Start building a just-compiled kernel's pipeline on the current device, in the background.
+    In Inductor's compile workers the simulator builds it at once, into its on-disk cache, where
+    the process that launches it finds it: the workers build in parallel, and a worker's
+    background thread could still be building when the kernel's first launch needs it."""
     from . import prebuild as background
 
     try:
         dev = _device(None)
     except Exception:  # noqa: BLE001  (no device: load_binary reports it at the launch)
         return
+    if _in_inductor_compile_worker():
+        if dev.info["is_simulator"] and background.workers() > 0:
+            try:
+                build_pipeline(dev, source, name, issue_warnings=False)
+            except Exception:  # noqa: BLE001  (load_binary builds again and raises it at the launch)
+                pass
+        return
     background.start(lambda: build_pipeline(dev, source, name, issue_warnings=False))
+
+
+def _in_inductor_compile_worker() -> bool:
+    utils = sys.modules.get("torch._inductor.compile_worker.utils")
+    return utils is not None and not utils.in_toplevel_process()
 
 
 class PipelineThreadLimit(OutOfResources, LimitExceeded):

@@ -26,7 +26,7 @@ import atexit
 import os
 import threading
 from collections import deque
-from typing import Callable
+from collections.abc import Callable
 
 Build = Callable[[], object]
 
