@@ -108,3 +108,28 @@ def test_device_listing(sim):
     assert info["max_threadgroup_memory"] == 32768
     assert info["simd_width"] == 32
     assert triton_mps.get_device("sim") is not None
+
+
+PREV = """
+#include <metal_stdlib>
+using namespace metal;
+kernel void prev(device const float* x [[buffer(0)]], device float* y [[buffer(1)]],
+                 uint i [[thread_position_in_grid]]) {
+  y[i] = x[int(i) - 1];
+}
+"""
+
+
+def test_torch_views_bind_their_whole_storage(sim):
+    # One rule for a torch tensor on every path (python/triton_mps/binding.py, as the Triton
+    # launcher's native path): its whole storage, the kernel's pointer at data_ptr(); so a
+    # kernel may read below its pointer inside the storage, and memcheck allows it.
+    torch = pytest.importorskip("torch")
+    base = torch.arange(16, dtype=torch.float32)
+    view = base[4:12]
+    buf = triton_mps.as_buffer(view, sim)
+    assert buf.address == view.data_ptr() and buf.nbytes == 12 * 4
+    y = torch.full((8,), float("nan"))
+    triton_mps.compile_msl(PREV, "prev", sim)(view, y, grid=1, threads=8)
+    sim.synchronize()
+    torch.testing.assert_close(y, base[3:11])

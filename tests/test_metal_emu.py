@@ -162,7 +162,7 @@ def test_pipeline_descriptor_gets_the_threadgroup_size(emu):
 
 
 def test_triton_msl_records_its_threadgroup_size():
-    from triton_mps.backend.compiler import threads_from_msl, threads_marker
+    from triton_mps.compiler.abi import threads_from_msl, threads_marker
 
     assert threads_from_msl("kernel void k() {}\n" + threads_marker(512)) == 512
     assert threads_from_msl("kernel void k() {}\n") == 0
@@ -242,7 +242,7 @@ def test_generation_comes_from_the_chip_name(chip, generation, family):
 
 
 def test_m5_pro_and_max_core_counts():
-    from triton_mps.backend.driver import GPU_CORES
+    from triton_mps.chips import GPU_CORES
 
     assert GPU_CORES["M5 Max"] > GPU_CORES["M5 Pro"] > GPU_CORES["M5"]
 
@@ -298,7 +298,7 @@ def test_acquire_release_atomics_get_device_scope_fences():
     # order memory within one threadgroup only. Now: MSL 3.2 device-scope fences where the OS
     # has MSL 3.2 (compiled out below: a documented limit). The memory-model effect itself can
     # only be observed on a GPU (docs/mac-checklist.md); this checks what is emitted and chosen.
-    from triton_mps.backend.compiler import msl_version_for
+    from triton_mps.compiler.abi import msl_version_for
     from triton_mps.compiler.ops.memory import DEVICE_FENCE_HELPER
 
     assert "thread_scope_device" in DEVICE_FENCE_HELPER and "__METAL_VERSION__ >= 320" in DEVICE_FENCE_HELPER

@@ -8,7 +8,7 @@ import time
 import numpy as np
 import pytest
 import triton_mps
-from triton_mps import _core, runtime
+from triton_mps import _core, arrays
 
 pytestmark = pytest.mark.skipif(not hasattr(_core, "emu_stats"), reason="built without the emulated Metal device")
 
@@ -61,7 +61,7 @@ def test_empty_arrays_bind_their_pool_buffer():
     # the wrapped page and Metal (and its validation) never saw it.
     emu = triton_mps.get_device("metal-emu")
     a = triton_mps.empty(64, np.float32, emu)  # 256 bytes: a pool size class of its own
-    pooled = runtime._pool_buffer_of(a[8:])
+    pooled = arrays.pool_buffer_of(a[8:])
     assert pooled is not None and pooled.nbytes == 256
     k = triton_mps.compile_msl(ADD1, "add1", emu)
     x = np.zeros(1024, np.float32)

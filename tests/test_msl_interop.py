@@ -1,4 +1,4 @@
-"""compile_msl kernels take the same foreign arrays as Triton kernels (interop.py): MLX,
+"""compile_msl kernels take the same foreign arrays as Triton kernels (binding.py): MLX,
 DLPack and buffer-protocol objects, bound in place."""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Accuracy sweep of the software float64 math functions of compiler/fp64_math_ext.py and
-compiler/fp64_math_more.py.
+"""Accuracy sweep of the software float64 math functions of compiler/mslib/ (explog.py,
+trig.py, hyperbolic.py, roots.py, erfgamma.py, misc.py).
 
     python tools/fp64_accuracy.py                 # 4000 inputs per function, seed 1
     python tools/fp64_accuracy.py -n 20000 --seed 7

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Accuracy sweep of libdevice's special functions (compiler/fp64_special.py) on every float type.
+"""Accuracy sweep of libdevice's special functions (compiler/mslib/erfgamma.py, bessel.py) on every float type.
 
     python tools/libdevice_special_accuracy.py                     # 2000 inputs per family and dtype
     python tools/libdevice_special_accuracy.py -n 20000 --seed 7 --dtypes float64
@@ -9,7 +9,7 @@ Runs the kernels of tests/triton/test_libdevice_special.py with the same input g
 dtype the largest error in ulp of the exact value (mpmath, 160 bits) and where it occurs. For
 lgamma it also prints the maximum away from its negative-axis zeros (|lgamma| >= 1e-8), and for
 jn/yn separately for |x| <= 30 (Miller's recurrence in double-double) and |x| > 30 (seeds from
-fp64_bessel.py's Hankel expansion in double).
+mslib/bessel.py's Hankel expansion in double).
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 """Compile and link the macOS build of the native core on Linux (no Mac needed).
 
 What it does, for `-target aarch64-macos` with zig's clang (PyPI `ziglang`):
-  1. compiles every C++ translation unit a Mac build compiles: csrc/core/*.cpp, csrc/sim/*.cpp,
+  1. compiles every C++ translation unit a Mac build compiles: csrc/*.cpp (the core), csrc/sim/*.cpp,
      csrc/metal/*.cpp except no_metal.cpp, csrc/sim/fiber_aarch64.S, csrc/python/*.cpp and
      nanobind's own sources (the file list is read from the tree at run time; sources that
      CMakeLists.txt names but that do not exist yet are reported and skipped);
@@ -259,7 +259,7 @@ def tree_units(root: Path) -> tuple[list[Unit], list[str]]:
     csrc = root / "csrc"
     python_tus = module_sources(root)
     units = []
-    for pattern in ("core/*.cpp", "python/*.cpp", "sim/*.cpp", "metal/*.cpp"):
+    for pattern in ("*.cpp", "python/*.cpp", "sim/*.cpp", "metal/*.cpp"):
         for path in sorted(csrc.glob(pattern)):
             if path.name == "no_metal.cpp":
                 continue

@@ -5,7 +5,7 @@
 #include <atomic>
 #include <string>
 
-#include "core/errors.h"
+#include "errors.h"
 
 namespace tmps {
 namespace {

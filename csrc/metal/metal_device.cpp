@@ -19,8 +19,8 @@
 #include <type_traits>
 #include <utility>
 
-#include "core/msl_scanner.h"
-#include "core/pipeline_cache.h"
+#include "msl_scanner.h"
+#include "pipeline_cache.h"
 
 namespace tmps {
 namespace metal {

@@ -22,7 +22,7 @@
 #include <string>
 #include <vector>
 
-#include "core/device.h"
+#include "device.h"
 #include "sim/memcheck.h"  // SourceOrigins: MSL line -> Triton source line
 
 namespace tmps {

@@ -1,6 +1,6 @@
 // Builds without Metal (Linux, or macOS without metal-cpp): no Metal devices, the simulator only.
-#include "core/device.h"
-#include "core/foreign_stream.h"
+#include "device.h"
+#include "foreign_stream.h"
 
 namespace tmps {
 

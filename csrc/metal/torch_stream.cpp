@@ -1,4 +1,4 @@
-// PyTorch's MPS stream as a ForeignStream (csrc/core/foreign_stream.h): our dispatches are encoded
+// PyTorch's MPS stream as a ForeignStream (csrc/foreign_stream.h): our dispatches are encoded
 // into the command buffer PyTorch is recording, on PyTorch's serial dispatch queue:
 //
 //   dispatch_sync(get_dispatch_queue(), ^{
@@ -30,7 +30,7 @@
 #include <exception>
 #include <mutex>
 
-#include "core/foreign_stream.h"
+#include "foreign_stream.h"
 #include "metal/metal_device.h"
 
 namespace tmps {

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "core/foreign_stream.h"
+#include "foreign_stream.h"
 
 namespace tmps::emu {
 

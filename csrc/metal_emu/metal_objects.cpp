@@ -18,12 +18,12 @@
 #include <sstream>
 #include <thread>
 
-#include "core/device.h"
+#include "device.h"
 #include "metal_emu/blocks.h"
 #include "metal_emu/foundation.h"
-#include "core/msl_scanner.h"
-#include "core/scalar_types.h"
-#include "core/sha256.h"
+#include "msl_scanner.h"
+#include "scalar_types.h"
+#include "sha256.h"
 
 namespace tmps::emu {
 namespace {
@@ -378,7 +378,7 @@ struct ValidationFault {
 
 // The simulator's memcheck report of an invalid device access ("out-of-bounds store of 4 bytes
 // past the end of buffer(1) ... at byte offset 400 ... at line 46", from report_out_of_bounds in
-// csrc/sim/scheduler.cpp) as the log Metal's shader validation writes; null for other failures.
+// csrc/sim/runtime_services.cpp) as the log Metal's shader validation writes; null for other failures.
 Strong<EmuFunctionLog> validation_log(const std::string& report, EmuPipelineState* pipeline, const std::string& label,
                                       size_t dispatch) {
   static const std::regex access(R"(out-of-bounds (load|store) of \d+ bytes?)");

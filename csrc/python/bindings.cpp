@@ -16,15 +16,12 @@
 #include <map>
 #include <mutex>
 
-#ifdef TMPS_HAVE_METAL_EMU
-#include "metal_emu/emu_hooks.h"
-#endif
-#include "core/device.h"
-#include "core/stream.h"
-#include "core/pipeline_cache.h"
-#include "core/pool.h"
+#include "device.h"
+#include "launcher.h"
+#include "pipeline_cache.h"
+#include "pool.h"
 #include "py_context.h"
-#include "core/scalar_types.h"
+#include "scalar_types.h"
 #include "sim/scheduler.h"
 #include "sim/sim_compiler.h"
 
@@ -418,46 +415,6 @@ NB_MODULE(_core, m) {
       .def("clear_pipeline_cache", [](DeviceContext& c) { c.cache->clear(); })
       .def("__repr__", [](const DeviceContext& c) { return "<triton_mps.Device '" + c.device->info().name + "'>"; });
 
-#ifdef TMPS_HAVE_METAL_EMU
-  // Test hooks of the emulated Metal runtime (Linux builds; see csrc/metal_emu/).
-  m.def("emu_stats", &emu::hook_stats);
-  m.def("emu_live_objects", &emu::hook_live_objects);
-  m.def("emu_violations", &emu::hook_violations);
-  m.def("emu_clear_violations", &emu::hook_clear_violations);
-  m.def("emu_set_unhinted_thread_limit", &emu::hook_set_unhinted_thread_limit, "limit"_a);
-  m.def("emu_set_hinted_thread_limit", &emu::hook_set_hinted_thread_limit, "limit"_a);
-  m.def("emu_fail_timestamps", &emu::hook_fail_timestamps, "fail"_a);
-  m.def("emu_gpu_family", &emu::hook_gpu_family, "chip"_a);
-  m.def("emu_hold_queues", &emu::hook_hold_queues, "hold"_a);
-  m.def("emu_new_buffer", &emu::hook_new_buffer, "nbytes"_a, "private"_a = false);
-  m.def("emu_release", &emu::hook_release, "handle"_a);
-  m.def("emu_buffer_memory", &emu::hook_buffer_memory, "handle"_a);
-  m.def("emu_misuse", &emu::hook_misuse, "name"_a);
-  m.def("emu_threading_check", [](const std::string& name) {
-        nb::gil_scoped_release r;  // the checks wait on emulated Metal threads
-        return emu::hook_threading_check(name);
-      }, "name"_a);
-  m.def("emu_new_foreign_buffer", &emu::hook_new_foreign_buffer, "nbytes"_a);
-  // PyTorch's MPS stream on the emulated device: the real torch_stream.cpp over a fake torch/mps.h API.
-  // `aten_symbols=False`: a libtorch that does not export MPSStream::endKernelCoalescing.
-  m.def("emu_attach_fake_torch", [](std::shared_ptr<DeviceContext> ctx, bool aten_symbols) {
-        TorchMpsApi api = emu::hook_fake_torch_api();
-        if (!aten_symbols) api.get_default_stream = nullptr, api.end_kernel_coalescing = nullptr;
-        auto stream = make_torch_mps_stream(ctx->device, api);
-        if (!stream) throw InvalidArgument("device '" + ctx->device->info().name + "' is not a Metal device");
-        {
-          nb::gil_scoped_release r;
-          ctx->router->set_foreign(std::move(stream));
-        }
-        ctx->foreign_looked_up = true;
-      }, "device"_a, "aten_symbols"_a = true);
-  m.def("emu_fake_torch_events", &emu::hook_fake_torch_events, "clear"_a = true);
-  m.def("emu_fake_torch_op", &emu::hook_fake_torch_op, "label"_a, "buffer"_a = 0, "offset"_a = 0, "count"_a = 0,
-        "mul"_a = 1.0f, "add"_a = 0.0f);
-  m.def("emu_fake_torch_set_version", &emu::hook_fake_torch_set_version, "minor"_a);
-  // torch.mps.synchronize(): waits with the GIL held, as PyTorch's does (no gil_scoped_release).
-  m.def("emu_fake_torch_synchronize", &emu::hook_fake_torch_synchronize);
-#endif
   m.def("devices", [] {
     nb::list out;
     for (auto& c : contexts()) out.append(nb::cast(c));
@@ -518,4 +475,5 @@ NB_MODULE(_core, m) {
   m.def("cache_dir", &cache_dir);
   m.def("pool_size_class", &pool_size_class, "nbytes"_a);
   bind_triton_launcher(m);
+  bind_test_hooks(m);
 }

@@ -1,4 +1,4 @@
-// Types shared by the Python binding files (bindings.cpp, triton_launch.cpp): the per-device
+// Types shared by the Python binding files (bindings.cpp, triton_launch.cpp, test_bindings.cpp): the per-device
 // context and buffers that keep a Python owner alive.
 #pragma once
 
@@ -9,13 +9,13 @@
 #include <mutex>
 #include <vector>
 
-#include "core/device.h"
-#include "core/foreign_stream.h"
-#include "core/stream.h"
-#include "core/memory_pressure.h"
-#include "core/pipeline_cache.h"
-#include "core/pool.h"
-#include "core/scalar_types.h"
+#include "device.h"
+#include "foreign_stream.h"
+#include "launcher.h"
+#include "memory_pressure.h"
+#include "pipeline_cache.h"
+#include "pool.h"
+#include "scalar_types.h"
 
 namespace tmps {
 
@@ -120,6 +120,9 @@ ScalarValue python_scalar(nb::handle v, bool want_float, const std::string& wher
 
 // Registers the Triton launch path (triton_launch.cpp) on the module.
 void bind_triton_launcher(nb::module_& m);
+
+// Registers the test and diagnostic hooks (test_bindings.cpp) on the module.
+void bind_test_hooks(nb::module_& m);
 
 // One context per device, created on first use, in enumerate_devices() order.
 std::vector<std::shared_ptr<DeviceContext>>& contexts();

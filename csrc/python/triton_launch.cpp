@@ -16,7 +16,7 @@
 // pipeline; later launches check only what can change (offsets inside storage, scalar ranges).
 // Only a launch that runs something builds the dispatch (which owns its buffers until done).
 //
-// Where a launch goes (csrc/core/foreign_stream.h): binding a torch `mps` tensor -> PyTorch's MPS
+// Where a launch goes (csrc/foreign_stream.h): binding a torch `mps` tensor -> PyTorch's MPS
 // stream (no wait); otherwise our own stream, waited for (Triton code reads host memory right
 // after the call). `wait`: TRITON_MPS_LAUNCH_SYNC=1 waits always, =0 never.
 #include <nanobind/nanobind.h>
@@ -33,7 +33,7 @@
 #include <vector>
 
 #include "py_context.h"
-#include "core/scalar_types.h"
+#include "scalar_types.h"
 
 namespace nb = nanobind;
 using namespace nb::literals;
@@ -383,7 +383,7 @@ class TritonLauncher {
   size_t num_args_ = 0;
   uint32_t threads_;
   int pack_scalars_at_;
-  nb::object fallback_;    // fallback(obj, name, kernel, device) -> Buffer, for numpy and other objects
+  nb::object fallback_;    // fallback(obj, name, kernel, device) -> Buffer: binding.bind, for other objects
   nb::object before_mps_;  // torch.mps.synchronize, for `mps` launches without PyTorch's stream
   LaunchWait wait_ = LaunchWait::Default;
   std::vector<Bound> bound_;
@@ -467,7 +467,8 @@ class TritonLauncher {
     if (PyFloat_Check(obj) || PyLong_Check(obj))
       throw InvalidArgument(who(s) + " is a pointer (" + s.msl_type + "*); got the number " +
                             nb::cast<std::string>(nb::repr(nb::handle(obj))));
-    // numpy arrays, objects with data_ptr(): the Python side knows their layouts.
+    // numpy/MLX/DLPack arrays, objects with data_ptr(): bound by the Python binder of last
+    // resort (python/triton_mps/binding.py), whose rule for a torch tensor is read_tensor's.
     nb::object r = fallback_(nb::handle(obj), s.name, kernel_, nb::cast(ctx));
     if (!nb::isinstance<BufferRef>(r))
       throw InvalidArgument(who(s) + ": the pointer fallback returned a " + py_type_name(r) + ", not a Buffer");
@@ -525,7 +526,8 @@ class TritonLauncher {
       s.offset = call_u64(t, nm.storage_offset) * call_u64(t, nm.element_size);
       if (s.offset > s.storage_bytes) throw InvalidArgument(who(s) + ": storage_offset() is past its storage");
     } else {
-      // A kernel may address any byte of the allocation, as on CUDA: the whole storage is bound.
+      // A kernel may address any byte of the allocation, as on CUDA: the whole storage is bound
+      // (the rule binding.py states for every path).
       if (data_ptr < s.storage_ptr || data_ptr - s.storage_ptr > s.storage_bytes) {
         // A zero-element view's pointer need not lie in its storage (torch.cat of an empty
         // tensor): nothing can be addressed through it, so it binds as an empty tensor.
@@ -735,68 +737,6 @@ void bind_triton_launcher(nb::module_& m) {
     capture().timings.clear();
     return out;
   }, "Timings recorded since the last call (filled once their batch completed).");
-
-  // The foreign stream of a device (csrc/core/foreign_stream.h), and a recording one for tests.
-  nb::class_<RecordingForeignStream>(m, "RecordingForeignStream",
-                                     "A stand-in for PyTorch's MPS stream that records what is done to it (tests).")
-      .def("events", &RecordingForeignStream::events)
-      .def("clear_events", &RecordingForeignStream::clear_events)
-      .def("owner_op", &RecordingForeignStream::owner_op, "label"_a,
-           "Record work the owner itself issues (a PyTorch op), in order with ours.")
-      .def("synchronize", [](RecordingForeignStream& s) {
-            nb::gil_scoped_release r;
-            s.synchronize();
-          });
-  m.def("attach_recording_stream", [](std::shared_ptr<DeviceContext> ctx, bool takes_host_tensors) {
-        auto stream = std::make_shared<RecordingForeignStream>(ctx->device);
-        {
-          nb::gil_scoped_release r;
-          ctx->router->set_foreign(stream);
-        }
-        ctx->foreign_looked_up = true;
-        ctx->foreign_takes_host_tensors = takes_host_tensors;
-        return stream;
-      }, "device"_a, "takes_host_tensors"_a = true,
-      "Tests: launches that bind torch `mps` tensors (and, with takes_host_tensors, CPU tensors) go to a "
-      "recording foreign stream on this device.");
-  m.def("detach_foreign_stream", [](std::shared_ptr<DeviceContext> ctx) {
-        {
-          nb::gil_scoped_release r;
-          ctx->router->set_foreign(nullptr);  // waits for what it holds
-        }
-        ctx->foreign_looked_up = false;
-        ctx->foreign_takes_host_tensors = false;
-      }, "device"_a);
-  m.def("foreign_stream", [](std::shared_ptr<DeviceContext> ctx) -> nb::object {
-        auto f = ctx->router->foreign();
-        if (!f) return nb::none();
-        return nb::cast(f->name());
-      }, "device"_a, "The name of the device's foreign stream ('torch-mps', ...) or None.");
-  // The router's lock may be held across a wait for the GPU: never wait for it holding the GIL.
-  m.def("foreign_pending", [](std::shared_ptr<DeviceContext> ctx) {
-        nb::gil_scoped_release r;
-        return ctx->router->foreign_pending();
-      },
-        "device"_a, "Launches on the foreign stream not yet waited for.");
-  m.def("torch_mps_api_symbols", [](const std::string& library) {
-        std::string error;
-        TorchMpsApi api = resolve_torch_mps_api(library, &error);
-        nb::dict d;
-        d[kTorchGetCommandBuffer] = api.get_command_buffer != nullptr;
-        d[kTorchGetDispatchQueue] = api.get_dispatch_queue != nullptr;
-        d[kTorchCommit] = api.commit != nullptr;
-        d[kTorchSynchronize] = api.synchronize != nullptr;
-        d["dispatch_sync_f"] = api.dispatch_sync_f != nullptr;
-        // Optional (ATen internals; exported only by macOS builds of torch).
-        d[kAtenDefaultMpsStream] = api.get_default_stream != nullptr;
-        d[kAtenEndKernelCoalescing] = api.end_kernel_coalescing != nullptr;
-        return d;
-      }, "library"_a, "Which of PyTorch's torch/mps.h functions (and libdispatch's dispatch_sync_f) resolve "
-      "in this process or the loaded `library` (it is never loaded here).");
-  m.def("set_foreign_commit_every", [](std::shared_ptr<DeviceContext> ctx, size_t n) {
-        nb::gil_scoped_release r;
-        ctx->router->set_foreign_commit_every(n);
-      }, "device"_a, "n"_a);
 
   m.def("triton_profile", [](bool on) { profile().enabled = on; }, "on"_a,
         "Record every Triton launch from now on (triton_mps.profile()).");

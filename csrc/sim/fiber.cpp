@@ -8,7 +8,7 @@
 #include <new>
 #include <string>
 
-#include "core/errors.h"
+#include "errors.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 #define TMPS_FIBER_ASAN 1

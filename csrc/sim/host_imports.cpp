@@ -7,7 +7,7 @@
 #include <iterator>
 #include <set>
 
-#include "core/errors.h"
+#include "errors.h"
 
 namespace tmps::sim {
 namespace {

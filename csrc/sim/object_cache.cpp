@@ -14,8 +14,8 @@
 #include <sstream>
 #include <tuple>
 
-#include "core/errors.h"
-#include "core/sha256.h"
+#include "errors.h"
+#include "sha256.h"
 
 namespace fs = std::filesystem;
 

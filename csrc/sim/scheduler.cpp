@@ -1,4 +1,6 @@
-// The simulator's execution engine: see scheduler.h.
+// The simulator's execution engine (see scheduler.h): threadgroups over worker threads, fibers,
+// collectives, the watchdog, counters. What kernel code calls is in runtime_services.cpp, the
+// race check and interleaving in racecheck.cpp; the state they share in dispatch_state.h.
 //
 // Aborting a dispatch from kernel code: kernel frames have no destructors, and C++
 // exceptions must never unwind through fibers or kernel frames. So fail() from a fiber
@@ -8,6 +10,7 @@
 #undef _FORTIFY_SOURCE
 
 #include "scheduler.h"
+#include "dispatch_state.h"
 #include "memcheck.h"
 
 #include <setjmp.h>
@@ -26,7 +29,7 @@
 #include <sstream>
 #include <thread>
 
-#include "core/errors.h"
+#include "errors.h"
 #include "cpu_clocks.h"
 #include "faults.h"
 #include "fiber.h"
@@ -36,119 +39,20 @@ namespace tmps::sim {
 
 namespace {
 
-constexpr uint32_t kSimd = TMPS_SIM_SIMD_WIDTH;
-constexpr unsigned char kPoison = 0xFF;  // reads of unwritten threadgroup memory: NaN / -1
-constexpr size_t kArenaAlign = 4096;
-// simdgroup_barrier() is a collective without data; its "site" must not collide with the
-// frontend's __COUNTER__ sites.
-constexpr uint32_t kSimdBarrierSite = 0x80000000u;
-
-enum class LaneState : uint8_t { Runnable, Barrier, Collective, Done };
-enum class ErrorKind { Dispatch, Limit, Interrupted, Timeout };
-
 // ---- counters (scheduler.h) -------------------------------------------------------------------
 
 std::atomic<int> g_counting{-1};  // -1: not yet read from $TRITON_MPS_SIM_COUNTERS
 std::mutex g_last_mu;
 DispatchCounters g_last;
 
-// One bit per byte of a bound buffer: which bytes a dispatch read / wrote (shared by the workers).
-struct ByteSet {
-  std::unique_ptr<std::atomic<uint64_t>[]> words;
-  size_t n = 0;
-  explicit ByteSet(uint64_t bytes) : words(new std::atomic<uint64_t>[(bytes + 63) / 64]), n((bytes + 63) / 64) {
-    for (size_t i = 0; i < n; ++i) words[i].store(0, std::memory_order_relaxed);
-  }
-  void mark(uint64_t off, uint64_t size) {
-    while (size) {
-      const uint64_t bit = off % 64, take = std::min<uint64_t>(size, 64 - bit);
-      const uint64_t mask = take == 64 ? ~uint64_t(0) : ((uint64_t(1) << take) - 1) << bit;
-      std::atomic<uint64_t>& w = words[off / 64];
-      if ((w.load(std::memory_order_relaxed) & mask) != mask) w.fetch_or(mask, std::memory_order_relaxed);
-      off += take;
-      size -= take;
-    }
-  }
-  uint64_t count() const {
-    uint64_t c = 0;
-    for (size_t i = 0; i < n; ++i) c += static_cast<uint64_t>(__builtin_popcountll(words[i].load(std::memory_order_relaxed)));
-    return c;
-  }
-};
+}  // namespace
 
-struct Lane {
-  void* sp = nullptr;
-  LaneState state = LaneState::Runnable;
-  uint32_t line = 0;
-  uint32_t site = 0;
-  uint32_t size = 0;
-  alignas(16) unsigned char deposit[TMPS_SIM_EXCHANGE_SLOT];
-};
-
-// What the race check knows of one byte of threadgroup memory: who touched it since the last
-// barrier (SIMD-group index + 1; 0 none; kMany for several readers) and where.
-constexpr uint16_t kMany = 0xFFFF;
-struct TgShadow {
-  uint32_t generation = 0;  // the threadgroup this entry belongs to (stale entries: unwritten)
-  uint32_t epoch = 0;       // barrier interval of writer/reader
-  uint16_t writer = 0, reader = 0;
-  bool written = false;     // written since the threadgroup started
-  const void* writer_pc = nullptr;
-  const void* reader_pc = nullptr;
-};
-
-// Shared by the workers of one dispatch.
-struct DispatchState {
-  const LaunchSpec* spec = nullptr;
-  const tmps_sim_kernel* kernel = nullptr;
-  uint64_t total_groups = 0;
-  uint32_t nthreads = 0;
-  uint32_t run_threads = 0;           // loop mode runs threads [0, run_threads) (see dispatch)
-  tmps_sim_thread thread_template{};  // fields equal for every thread of the dispatch
-  AccessMap access;                   // memcheck: the buffers and runtime memory of this dispatch
-  std::atomic<uint64_t> next{0};
-  std::atomic<bool> stop{false};
-  std::atomic<bool> timed_out{false};  // set by the watchdog
-  WorkerClocks cpu;                    // the workers' CPU time: what the watchdog measures
-  tmps_sim_memcheck mc{};              // memcheck's fast path: buffers and stop words
-  uint32_t checks = 0;                 // TMPS_CHECK_*: $TRITON_MPS_RACECHECK, $TRITON_MPS_SIM_INTERLEAVE
-  uint64_t seed = 0;                   // interleaving: the schedule's seed
-  unsigned interrupts_at_start = 0;    // interrupt_count() when the dispatch began
-  double timeout_s = 0;
-  bool counting = false;                // counters on for this dispatch
-  std::vector<ByteSet> read_bytes, written_bytes;  // counting: per bound buffer (AccessMap order)
-
-  std::mutex err_mu;
-  bool has_error = false;
-  uint64_t err_group = 0;
-  ErrorKind err_kind = ErrorKind::Dispatch;
-  std::string err_message;
-
-  // Keep the error of the lowest threadgroup: groups are handed out in order, so every
-  // lower group has started and runs to its end; the report does not depend on timing.
-  void report(uint64_t group, ErrorKind kind, const std::string& message) {
-    std::lock_guard<std::mutex> lock(err_mu);
-    const bool cancel = kind == ErrorKind::Interrupted || kind == ErrorKind::Timeout;
-    const bool had_cancel = has_error && (err_kind == ErrorKind::Interrupted || err_kind == ErrorKind::Timeout);
-    if (!has_error || (cancel && !had_cancel) || (cancel == had_cancel && group < err_group)) {
-      has_error = true;
-      err_group = group;
-      err_kind = kind;
-      err_message = message;
-    }
-    stop.store(true);
-  }
-};
+// ---- shared with runtime_services.cpp and racecheck.cpp (dispatch_state.h) -----------------
 
 std::string kname(const tmps_sim_kernel* k) { return k && k->name ? k->name : "?"; }
 
 std::string xyz(const tmps_u32 v[3]) {
   return "(" + std::to_string(v[0]) + "," + std::to_string(v[1]) + "," + std::to_string(v[2]) + ")";
-}
-
-// Ctrl-C or the watchdog asked this dispatch to stop.
-inline bool cancelled(const DispatchState& d) {
-  return d.timed_out.load(std::memory_order_relaxed) || interrupt_count() != d.interrupts_at_start;
 }
 
 std::string cancel_message(const DispatchState& d, ErrorKind& kind) {
@@ -163,53 +67,6 @@ std::string cancel_message(const DispatchState& d, ErrorKind& kind) {
   kind = ErrorKind::Interrupted;
   return "simulated dispatch of kernel '" + kname(d.kernel) + "' interrupted (Ctrl-C)";
 }
-
-}  // namespace
-
-// Per worker state, kept across dispatches so stacks and buffers are allocated once.
-struct Worker {
-  size_t stack_bytes = 0;
-  std::vector<std::unique_ptr<FiberStack>> stacks;
-  std::vector<Lane> lanes;
-  std::vector<tmps_sim_thread> threads;
-  std::vector<tmps_sim_exchange> snapshots;  // one per SIMD-group
-  std::unique_ptr<unsigned char, void (*)(void*)> arena{nullptr, std::free};
-  std::vector<std::pair<uint32_t, void*>> statics;  // threadgroup_static id -> storage
-  uint64_t tg_used = 0;                             // bytes of the arena in use
-  uint64_t tg_dynamic = 0;                          // of which [[threadgroup(n)]] buffers
-  std::array<void*, TMPS_SIM_MAX_THREADGROUP_BINDINGS> tg_buffers{};
-  tmps_sim_args args{};
-  std::vector<unsigned char> altstack;
-
-  DispatchState* d = nullptr;
-  uint64_t group = 0;
-  bool fiber_mode = false;
-  uint32_t current = 0;
-  const tmps_sim_thread* cur_thread = nullptr;
-  tmps_sim_thread single{};  // the running thread when not using fibers
-  void* sched_sp = nullptr;
-  uintptr_t stack_top = 0;  // loop mode: kernel frames lie below this address of worker_main
-
-  FaultTrap trap;  // where kernel code is left on a fault or an abort (faults.h)
-
-  bool aborting = false;
-  ErrorKind abort_kind = ErrorKind::Dispatch;
-  std::string abort_message;
-
-  // Race check (TMPS_CHECK_RACE): one entry per byte of the threadgroup arena, valid for the
-  // threadgroup `generation` it was written in (no clearing between threadgroups).
-  std::vector<TgShadow> shadow;
-  uint32_t generation = 0;  // bumped at each threadgroup start
-  uint32_t epoch = 0;       // threadgroup barriers passed in this threadgroup
-  // Interleaving (TMPS_CHECK_INTERLEAVE): the schedule's random state, and the lanes that can run.
-  uint64_t rng = 0;
-  std::vector<uint32_t> runnable;
-  DispatchCounters counters;  // this worker's share of the dispatch (counting on)
-};
-
-namespace {
-
-thread_local Worker* tls_worker = nullptr;
 
 // ---- aborting from kernel code -------------------------------------------------------------
 
@@ -265,296 +122,7 @@ Worker* require_worker(const char* service) {
 // Block the running fiber until the worker resumes it.
 void block(Worker* w) { fiber_switch(&w->lanes[w->current].sp, w->sched_sp); }
 
-// ---- runtime services ----------------------------------------------------------------------
-
-void rt_threadgroup_barrier(tmps_u32 mem_flags, tmps_u32 line) {
-  Worker* w = require_worker("threadgroup_barrier");
-  // A device-memory barrier is where a kernel's lock gets its acquire/release: the lock's
-  // atomics are relaxed and its data plain accesses of other threads (issue 21, item 9). All
-  // threads of a threadgroup run on this host thread, so one host fence here orders them all
-  // against the lock; without it a weakly ordered host (arm64) loses updates under the lock.
-  if (mem_flags & TMPS_MEM_DEVICE) std::atomic_thread_fence(std::memory_order_seq_cst);
-  if (cancelled(*w->d)) stop_kernel(w);
-  if (!w->fiber_mode) fail_without_fibers(w, "threadgroup_barrier", line);
-  Lane& l = w->lanes[w->current];
-  l.state = LaneState::Barrier;
-  l.line = line;
-  block(w);
-}
-
-void rt_simdgroup_barrier(tmps_u32 /*mem_flags*/, tmps_u32 line) {
-  Worker* w = require_worker("simdgroup_barrier");
-  if (cancelled(*w->d)) stop_kernel(w);
-  if (!w->fiber_mode) fail_without_fibers(w, "simdgroup_barrier", line);
-  Lane& l = w->lanes[w->current];
-  l.state = LaneState::Collective;
-  l.site = kSimdBarrierSite;
-  l.line = line;
-  l.size = 0;
-  block(w);
-}
-
-const tmps_sim_exchange* rt_simd_exchange(const void* value, tmps_u32 size, tmps_u32 site, tmps_u32 line) {
-  Worker* w = require_worker("simd_exchange");
-  if (cancelled(*w->d)) stop_kernel(w);
-  if (!w->fiber_mode) fail_without_fibers(w, "a SIMD-group function", line);
-  if (size > TMPS_SIM_EXCHANGE_SLOT) {
-    set_abort(w, ErrorKind::Dispatch,
-              "kernel '" + kname(w->d->kernel) + "': SIMD-group exchange of " + std::to_string(size) +
-                  " bytes at line " + std::to_string(line) + " exceeds the simulator's " +
-                  std::to_string(TMPS_SIM_EXCHANGE_SLOT) + "-byte slot");
-    abort_kernel(w);
-  }
-  Lane& l = w->lanes[w->current];
-  l.state = LaneState::Collective;
-  l.site = site & ~kSimdBarrierSite;
-  l.line = line;
-  l.size = size;
-  if (size) std::memcpy(l.deposit, value, size);
-  block(w);
-  return &w->snapshots[w->current / kSimd];
-}
-
-void* rt_threadgroup_static(tmps_u32 id, tmps_u64 size, tmps_u64 align, tmps_u32 line) {
-  Worker* w = require_worker("threadgroup_static");
-  for (const auto& s : w->statics)
-    if (s.first == id) return s.second;
-  uint64_t a = std::max<uint64_t>(16, std::min<uint64_t>(align ? align : 16, kArenaAlign));
-  uint64_t off = (w->tg_used + a - 1) / a * a;
-  if (off + size > kMaxThreadgroupMemory || size > kMaxThreadgroupMemory) {
-    set_abort(w, ErrorKind::Limit,
-              "kernel '" + kname(w->d->kernel) + "' uses more threadgroup memory than Metal allows: " +
-                  std::to_string(size) + " bytes declared at line " + std::to_string(line) + " on top of " +
-                  std::to_string(w->tg_used) + " bytes already in use (" + std::to_string(w->tg_dynamic) +
-                  " of them [[threadgroup(n)]] buffers) exceeds " + std::to_string(kMaxThreadgroupMemory) +
-                  " bytes");
-    abort_kernel(w);
-  }
-  void* p = w->arena.get() + off;
-  std::memset(p, kPoison, size);
-  w->tg_used = off + size;
-  w->statics.emplace_back(id, p);
-  return p;
-}
-
-void rt_fail(tmps_u32 line, const char* message) {
-  Worker* w = require_worker("fail");
-  set_abort(w, ErrorKind::Dispatch,
-            "kernel '" + kname(w->d->kernel) + "' failed at " +
-                SourceOrigins::annotate("line " + std::to_string(line), w->d->spec->origins) + ": " +
-                (message ? message : "") + " (" + thread_desc(*w) + ")");
-  abort_kernel(w);
-}
-
-const tmps_sim_thread* rt_current_thread() { return require_worker("current_thread")->cur_thread; }
-
-// True if [a, a + size) lies inside [lo, hi).
-inline bool within(uintptr_t a, uint64_t size, uintptr_t lo, uintptr_t hi) { return a >= lo && a < hi && size <= hi - a; }
-
-template <class T>
-inline bool within(uintptr_t a, uint64_t size, const std::vector<T>& v) {
-  const auto lo = reinterpret_cast<uintptr_t>(v.data());
-  return within(a, size, lo, lo + v.size() * sizeof(T));
-}
-
-// Where an access lands, for memcheck and the extra checks.
-enum class Region { Buffer, Threadgroup, Private, Bad };
-
-Region locate(Worker* w, uintptr_t a, uint64_t size) {
-  const AccessMap& m = w->d->access;
-  if (m.in_buffer(a, size)) return Region::Buffer;
-  // The calling thread's own stack: from this frame up to the top of its stack.
-  const auto here = reinterpret_cast<uintptr_t>(__builtin_frame_address(0));
-  const uintptr_t top = w->fiber_mode ? reinterpret_cast<uintptr_t>(w->stacks[w->current]->top()) : w->stack_top;
-  if (within(a, size, here, top)) return Region::Private;
-  const auto arena = reinterpret_cast<uintptr_t>(w->arena.get());
-  if (within(a, size, arena, arena + w->tg_used)) return Region::Threadgroup;
-  const auto self = reinterpret_cast<uintptr_t>(w);
-  if (within(a, size, self, self + sizeof(Worker)) || within(a, size, w->threads) || within(a, size, w->snapshots))
-    return Region::Private;
-  if (m.in_allowed(a, size)) return Region::Private;
-  return Region::Bad;
-}
-
-[[noreturn]] void report_out_of_bounds(Worker* w, uintptr_t a, uint64_t size, bool write, const void* pc) {
-  std::string line = SourceOrigins::annotate(source_line_of(pc), w->d->spec->origins);
-  set_abort(w, ErrorKind::Dispatch,
-            "kernel '" + kname(w->d->kernel) + "': " + w->d->access.describe(a, size, write) + " by " + thread_desc(*w) +
-                (line.empty() ? std::string() : " at " + line) +
-                "; the access was stopped before it happened (memcheck; TRITON_MPS_MEMCHECK=0 turns it off)");
-  abort_kernel(w);
-}
-
-// ---- the race check (TMPS_CHECK_RACE) ----------------------------------------------------------
-// Threadgroup memory only. Two accesses to a byte conflict when they come from different
-// SIMD-groups between the same two threadgroup barriers and one of them is a plain write
-// (atomics never conflict). Lanes of one SIMD-group are taken to run in lockstep, as they do
-// on Apple GPUs, so conflicts inside a SIMD-group are not reported. A read of a byte no thread
-// of the threadgroup has written is reported too: Metal leaves threadgroup memory undefined.
-
-// "[[threadgroup(1)]] byte 12" or "threadgroup variable byte 12": where `off` lies in the arena.
-std::string threadgroup_place(const Worker& w, uint64_t off) {
-  const auto arena = reinterpret_cast<uintptr_t>(w.arena.get());
-  for (uint32_t n = 0; n < TMPS_SIM_MAX_THREADGROUP_BINDINGS; ++n) {
-    if (!w.tg_buffers[n]) continue;
-    const uint64_t lo = reinterpret_cast<uintptr_t>(w.tg_buffers[n]) - arena;
-    if (off >= lo && off < lo + w.d->spec->threadgroup_lengths[n])
-      return "[[threadgroup(" + std::to_string(n) + ")]] memory at byte " + std::to_string(off - lo);
-  }
-  uint64_t best = 0;
-  bool found = false;
-  for (const auto& st : w.statics) {  // the static starting last at or before `off`
-    const uint64_t lo = reinterpret_cast<uintptr_t>(st.second) - arena;
-    if (lo <= off && (!found || lo > best)) best = lo, found = true;
-  }
-  if (found) return "a threadgroup variable at byte " + std::to_string(off - best);
-  return "threadgroup memory at byte " + std::to_string(off);
-}
-
-std::string simd_who(uint16_t unit) {
-  return unit == kMany ? std::string("other SIMD-groups") : "SIMD-group " + std::to_string(unit - 1);
-}
-
-std::string line_or_unknown(const Worker& w, const void* pc) {
-  std::string l = SourceOrigins::annotate(source_line_of(pc), w.d->spec->origins);
-  return l.empty() ? std::string("an unknown line") : l;
-}
-
-[[noreturn]] void report_check(Worker* w, const std::string& what) {
-  set_abort(w, ErrorKind::Dispatch,
-            "kernel '" + kname(w->d->kernel) + "': " + what + " (race check; TRITON_MPS_RACECHECK=0 turns it off)");
-  abort_kernel(w);
-}
-
-TgShadow& shadow_of(Worker* w, uint64_t off) {
-  TgShadow& s = w->shadow[off];
-  if (s.generation != w->generation) {
-    s = TgShadow{};
-    s.generation = w->generation;
-    s.epoch = w->epoch;
-  }
-  if (s.epoch != w->epoch) {  // a barrier since: earlier accesses no longer conflict
-    s.epoch = w->epoch;
-    s.writer = s.reader = 0;
-  }
-  return s;
-}
-
-void check_threadgroup(Worker* w, uint64_t off, uint64_t size, bool write, const void* pc) {
-  const auto me = static_cast<uint16_t>(w->current / kSimd + 1);
-  const std::string who = thread_desc(*w) + " (SIMD-group " + std::to_string(me - 1) + ")";
-  for (uint64_t i = off; i < off + size; ++i) {
-    TgShadow& s = shadow_of(w, i);
-    if (!write && !s.written)
-      report_check(w, "read of uninitialized threadgroup memory: " + who + " reads " + std::to_string(size) +
-                          " byte" + (size == 1 ? "" : "s") + " of " + threadgroup_place(*w, i) + " at " +
-                          line_or_unknown(*w, pc) + ", which no thread of the threadgroup has written (Metal leaves it undefined)");
-    if (s.writer && s.writer != me)
-      report_check(w, "threadgroup memory race: " + who + (write ? " writes " : " reads ") + threadgroup_place(*w, i) +
-                          " at " + line_or_unknown(*w, pc) + ", which " + simd_who(s.writer) + " wrote at " +
-                          line_or_unknown(*w, s.writer_pc) +
-                          " with no threadgroup_barrier between them");
-    if (write && s.reader && s.reader != me)
-      report_check(w, "threadgroup memory race: " + who + " writes " + threadgroup_place(*w, i) + " at " +
-                          line_or_unknown(*w, pc) + ", which " + simd_who(s.reader) + " read at " +
-                          line_or_unknown(*w, s.reader_pc) + " with no threadgroup_barrier between them");
-    if (write) {
-      s.writer = me;
-      s.writer_pc = pc;
-      s.written = true;
-    } else {
-      s.reader = (s.reader == 0 || s.reader == me) ? me : kMany;
-      s.reader_pc = pc;
-    }
-  }
-}
-
-// An atomic reads its object: it must have been written (atomics never race).
-void check_threadgroup_atomic(Worker* w, uint64_t off, uint64_t size, const void* pc) {
-  for (uint64_t i = off; i < off + size; ++i)
-    if (!shadow_of(w, i).written)
-      report_check(w, "atomic on uninitialized threadgroup memory: " + thread_desc(*w) + " at " + line_or_unknown(*w, pc) +
-                          " updates " + threadgroup_place(*w, i) +
-                          ", which no thread of the threadgroup has written (Metal leaves it undefined)");
-}
-
-// ---- interleaving (TMPS_CHECK_INTERLEAVE) --------------------------------------------------------
-// At every device or threadgroup memory access and atomic, the running thread gives way with
-// probability 1/2; the scheduler then resumes a runnable thread of the threadgroup chosen at
-// random. Seeded per dispatch and threadgroup, so a failing schedule repeats.
-
-uint64_t next_random(uint64_t& state) {  // splitmix64
-  uint64_t z = (state += 0x9E3779B97F4A7C15ull);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
-
-void maybe_yield(Worker* w) {
-  if (!w->fiber_mode || !(next_random(w->rng) & 1)) return;
-  block(w);  // still Runnable: the scheduler picks who runs next
-  if (cancelled(*w->d)) stop_kernel(w);
-}
-
-// Counting on: device and threadgroup traffic of an access (valid or not: checked after).
-void count_access(Worker* w, uintptr_t a, uint64_t size, bool write) {
-  DispatchState& d = *w->d;
-  DispatchCounters& c = w->counters;
-  uint32_t position = 0;
-  uintptr_t base = 0;
-  if (d.access.locate(a, size, position, base)) {
-    (write ? c.device_bytes_written : c.device_bytes_read) += size;
-    ++(write ? c.device_stores : c.device_loads);
-    if (c.buffers.size() <= position) c.buffers.resize(d.access.buffer_count());
-    (write ? c.buffers[position].written : c.buffers[position].read) += size;
-    (write ? d.written_bytes : d.read_bytes)[position].mark(a - base, size);
-    return;
-  }
-  const auto arena = reinterpret_cast<uintptr_t>(w->arena.get());
-  if (a >= arena && a < arena + kMaxThreadgroupMemory) (write ? c.threadgroup_bytes_written : c.threadgroup_bytes_read) += size;
-}
-
-// Memcheck (see memcheck.h). The common case, an access inside a bound buffer, is the first test.
-void rt_check_access(const void* addr, tmps_u64 size, tmps_u32 is_write, const void* pc) {
-  Worker* w = tls_worker;
-  if (!w || !w->d) return;  // kernel code run outside a dispatch (a test calling it directly)
-  if (cancelled(*w->d)) stop_kernel(w);  // memcheck builds: every access is a point to stop at
-  const auto a = reinterpret_cast<uintptr_t>(addr);
-  if (w->d->counting) count_access(w, a, size, is_write != 0);
-  const Region r = locate(w, a, size);
-  if (r == Region::Bad) report_out_of_bounds(w, a, size, is_write != 0, pc);
-  const uint32_t checks = w->d->checks;
-  if (!checks || r == Region::Private) return;
-  if (r == Region::Threadgroup && (checks & TMPS_CHECK_RACE))
-    check_threadgroup(w, a - reinterpret_cast<uintptr_t>(w->arena.get()), size, is_write != 0, pc);
-  if (checks & TMPS_CHECK_INTERLEAVE) maybe_yield(w);
-}
-
-void rt_atomic_access(const void* addr, tmps_u64 size, const void* pc) {
-  Worker* w = tls_worker;
-  if (!w || !w->d) return;
-  if (cancelled(*w->d)) stop_kernel(w);
-  const auto a = reinterpret_cast<uintptr_t>(addr);
-  if (w->d->counting) count_access(w, a, size, true);
-  const Region r = locate(w, a, size);
-  if (r == Region::Bad) report_out_of_bounds(w, a, size, true, pc);
-  const uint32_t checks = w->d->checks;
-  if (!checks || r == Region::Private) return;
-  if (r == Region::Threadgroup && (checks & TMPS_CHECK_RACE))
-    check_threadgroup_atomic(w, a - reinterpret_cast<uintptr_t>(w->arena.get()), size, pc);
-  if (checks & TMPS_CHECK_INTERLEAVE) maybe_yield(w);
-}
-
-void rt_count_flops(tmps_u32 n) {
-  Worker* w = require_worker("count_flops");
-  if (w->d->counting) w->counters.scalar_flops += n;
-}
-
-const tmps_sim_runtime kRuntime = {
-    TMPS_SIM_ABI_VERSION, rt_threadgroup_barrier, rt_simdgroup_barrier, rt_simd_exchange,
-    rt_threadgroup_static, rt_fail, rt_current_thread, rt_check_access, rt_atomic_access,
-    rt_count_flops,
-};
+namespace {
 
 // ---- running threadgroups ----------------------------------------------------------------------
 
@@ -1018,7 +586,6 @@ class Watchdog {
   bool quit_ = false;
 };
 
-const tmps_sim_runtime* runtime() { return &kRuntime; }
 
 void set_counting(bool on) { g_counting.store(on ? 1 : 0); }
 

@@ -25,8 +25,8 @@
 #include <set>
 #include <sstream>
 
-#include "core/pipeline_cache.h"
-#include "core/sha256.h"
+#include "pipeline_cache.h"
+#include "sha256.h"
 #include "host_imports.h"
 #include "object_cache.h"
 

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "core/device.h"
+#include "device.h"
 #include "toolchain.h"
 
 namespace tmps::sim {

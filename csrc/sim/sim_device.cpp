@@ -15,9 +15,10 @@
 #include <map>
 #include <mutex>
 
-#include "core/msl_scanner.h"
-#include "core/pipeline_cache.h"
-#include "core/sha256.h"
+#include "msl_scanner.h"
+#include "msl_to_cpp.h"
+#include "pipeline_cache.h"
+#include "sha256.h"
 #include "memcheck.h"
 #include "object_cache.h"
 #include "sim_compiler.h"

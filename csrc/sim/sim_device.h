@@ -1,4 +1,4 @@
-// The CPU simulator as a tmps::Device: MSL is translated to C++ (msl_scanner), compiled
+// The CPU simulator as a tmps::Device: MSL is translated to C++ (msl_to_cpp), compiled
 // into a shared object against our metal_stdlib shim (sim_compiler), cached on disk
 // (object_cache), loaded with dlopen, and dispatched by the fiber scheduler.
 #pragma once
@@ -8,7 +8,7 @@
 #include <memory>
 #include <string>
 
-#include "core/device.h"
+#include "device.h"
 #include "scheduler.h"
 
 namespace tmps::sim {

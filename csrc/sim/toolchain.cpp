@@ -23,8 +23,8 @@
 #include <optional>
 #include <sstream>
 
-#include "core/pipeline_cache.h"
-#include "core/sha256.h"
+#include "pipeline_cache.h"
+#include "sha256.h"
 
 #ifdef __APPLE__
 #include <crt_externs.h>

@@ -27,6 +27,7 @@ from ._core import (  # noqa: E402
 
 _setup.configure_core(_core)
 
+from ._version import __version__ as __version__  # noqa: E402
 from .counters import counters_enabled, last_dispatch_stats, set_counters  # noqa: E402
 from .profiler import Profile, profile  # noqa: E402
 from .runtime import (  # noqa: E402
@@ -39,8 +40,6 @@ from .runtime import (  # noqa: E402
     get_device,
     synchronize,
 )
-
-__version__ = "0.1.0"
 
 
 def __getattr__(name: str):

@@ -36,8 +36,10 @@ def mps_available() -> bool:
 
 
 def get_raw_stream(device_idx: int = 0) -> int:
-    """The stream Triton's launcher is given: one in-order stream per device (our driver's)."""
-    return 0
+    """The stream Triton's launcher is given: the driver's (one in-order stream per device)."""
+    from .backend.device import STREAM
+
+    return STREAM
 
 
 def _our_arch() -> int:

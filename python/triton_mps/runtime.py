@@ -2,7 +2,7 @@
 
 Host arrays reach kernels without copies: numpy arrays and torch CPU tensors are wrapped in
 place (the simulator, or page-aligned memory on Metal), torch `mps` tensors by their
-`MTLBuffer` and byte offset. Launches are batched; call `synchronize()` before reading results
+`MTLBuffer` and byte offset (the rules: binding.py). Launches are batched; call `synchronize()` before reading results
 on the host.
 """
 
@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import os
 import re
-import sys
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-from . import _core, interop
+from . import _core, binding
+from .arrays import PoolBytes, is_foreign_array, is_torch_tensor
 
 Device = _core.Device
 
@@ -87,81 +87,22 @@ def empty(shape: int | Sequence[int], dtype: Any = np.float32, device: Device | 
         raise _core.InvalidArgument(f"empty(): negative dimension in shape {shape}; sizes must be >= 0")
     nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
     buf = get_device(device).buffer(max(nbytes, 1))
-    return np.asarray(_PoolBytes(buf))[:nbytes].view(dtype).reshape(shape)
-
-
-class _PoolBytes:
-    """A pool buffer's bytes for numpy: the array's base, so that `_pool_buffer_of` finds the
-    buffer again (bytes_view()'s base is an opaque nanobind object) and launches bind the pool
-    buffer itself rather than re-wrapping its memory as host pages."""
-
-    def __init__(self, buffer: _core.Buffer):
-        self.buffer = buffer
-        self.__array_interface__ = {
-            "shape": (buffer.nbytes,), "typestr": "|u1", "data": (buffer.address, False), "version": 3,
-        }
-
-
-def _pool_buffer_of(arr: np.ndarray) -> _core.Buffer | None:
-    """The device buffer behind an array made by `empty` (walks the chain of views)."""
-    base: Any = arr
-    while isinstance(base, np.ndarray | memoryview):
-        base = base.obj if isinstance(base, memoryview) else base.base
-    return base.buffer if isinstance(base, _PoolBytes) else None
-
-
-def _extent(shape: Sequence[int], strides: Sequence[int], itemsize: int) -> int:
-    """Bytes from the first element to the end of the last one (non-negative strides)."""
-    if any(s == 0 for s in shape):
-        return 0
-    if any(st < 0 for st in strides):
-        raise _core.InvalidArgument("arrays with negative strides cannot be passed to a kernel; copy them first")
-    return sum((n - 1) * st for n, st in zip(shape, strides, strict=True)) + itemsize
+    return np.asarray(PoolBytes(buf))[:nbytes].view(dtype).reshape(shape)
 
 
 def as_buffer(obj: Any, device: Device | None = None) -> _core.Buffer:
     """A device buffer for `obj` without copying: Buffer, numpy array, or torch tensor.
 
-    The buffer starts at the array's first element; the array is kept alive with it.
+    A numpy array's buffer starts at its first element; a torch tensor's covers its whole
+    storage, viewed from data_ptr() (the binding rules: binding.py). The array is kept alive
+    with it.
     """
     dev = get_device(device)
-    if isinstance(obj, _core.Buffer):
-        return obj
-    if isinstance(obj, np.ndarray):
-        nbytes = _extent(obj.shape, obj.strides, obj.itemsize)
-        address = obj.__array_interface__["data"][0]
-        pooled = _pool_buffer_of(obj)
-        if pooled is not None and pooled.address <= address and address + nbytes <= pooled.address + pooled.nbytes:
-            return pooled.view(address - pooled.address, nbytes)
-        if not obj.flags.writeable:
-            raise _core.InvalidArgument("read-only numpy arrays cannot be bound (kernels may write them)")
-        return dev.wrap_host(address, max(nbytes, 1), obj)
-    torch = _torch_module(obj)
-    if torch is not None:
-        return _tensor_buffer(obj, dev)
+    if isinstance(obj, _core.Buffer | np.ndarray) or is_torch_tensor(obj):
+        return binding.bind(obj, dev, "as_buffer(): the array")
     raise _core.InvalidArgument(
         f"cannot pass {type(obj).__name__} as a device buffer: use a triton_mps.Buffer, numpy array or torch tensor"
     )
-
-
-def _torch_module(obj: Any):
-    """torch, if `obj` is a tensor (also a subclass defined outside torch); never imports it."""
-    torch = sys.modules.get("torch")
-    return torch if torch is not None and isinstance(obj, torch.Tensor) else None
-
-
-def _tensor_buffer(t: Any, dev: Device) -> _core.Buffer:
-    nbytes = _extent(t.shape, [s * t.element_size() for s in t.stride()], t.element_size())
-    if t.device.type == "cpu":
-        return dev.wrap_host(t.data_ptr(), max(nbytes, 1), t)
-    if t.device.type == "mps":
-        if dev.is_simulator:
-            raise _core.InvalidArgument("an 'mps' tensor cannot be bound on the simulator; use a CPU tensor")
-        # On MPS the storage pointer is the MTLBuffer handle, not an address (platform facts).
-        storage = t.untyped_storage()
-        # The tensor stays alive until the kernel completed: torch may reuse its buffer otherwise.
-        return dev.wrap_native(storage.data_ptr(), t.storage_offset() * t.element_size(), max(nbytes, 1), t)
-    raise _core.InvalidArgument(f"tensors on device '{t.device}' cannot be bound: use cpu or mps tensors")
 
 
 class Kernel:
@@ -195,18 +136,19 @@ class Kernel:
         bound = []
         uses_mps = False
         for i, a in enumerate(args):
-            uses_mps = uses_mps or (_torch_module(a) is not None and a.device.type == "mps")
+            uses_mps = uses_mps or (is_torch_tensor(a) and a.device.type == "mps")
             wants_buffer = i < len(pointer_params) and pointer_params[i]["is_pointer"]
             is_array = isinstance(a, np.ndarray) and (wants_buffer or a.ndim > 0)
-            if is_array or _torch_module(a) is not None or isinstance(a, _core.Buffer):
+            where = f"kernel '{self.name}': argument {i}"
+            if is_array or is_torch_tensor(a) or isinstance(a, _core.Buffer):
                 if wants_buffer:
                     _check_element_type(a, pointer_params[i], self.name)
                     _check_dense(a, pointer_params[i], self.name)
-                bound.append(as_buffer(a, self.device))
+                bound.append(binding.bind(a, self.device, where))
             elif isinstance(a, np.ndarray):  # a 0-d array for a scalar parameter
                 bound.append(a.item())
-            elif wants_buffer and interop.is_foreign_array(a):  # MLX, DLPack, buffer protocol: in place
-                bound.append(interop.bind_array(a, self.device, f"kernel '{self.name}': argument {i}", writes=True))
+            elif wants_buffer and is_foreign_array(a):  # MLX, DLPack, buffer protocol: in place
+                bound.append(binding.bind_array(a, self.device, where))
             else:
                 bound.append(a)
         return self.device.launch(
@@ -277,7 +219,7 @@ def _check_dense(arr: Any, param: dict, kernel: str) -> None:
     column, a transpose, x[::2]) would be read as if it were contiguous. Refuse it."""
     if isinstance(arr, np.ndarray):
         dense = arr.flags.c_contiguous
-    elif _torch_module(arr) is not None:
+    elif is_torch_tensor(arr):
         dense = arr.is_contiguous()
     else:
         return

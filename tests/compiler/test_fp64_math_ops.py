@@ -1,4 +1,4 @@
-"""The `math.*` MLIR ops of the float64 functions of compiler/fp64_math_ext.py (math.tan,
+"""The `math.*` MLIR ops of the float64 functions of compiler/mslib/ (math.tan,
 math.powf, math.atan2, ...). Triton's `tl` front end has no such functions (libdevice calls
 reach the same helpers as tt.extern_elementwise, tests/triton/test_fp64_math_ext.py), but other
 producers emit the ops: one kernel of `tl.exp` / `+` on float64 whose TTGIR text gets each

@@ -11,8 +11,8 @@ import pytest
 import triton
 import triton.language as tl
 import triton_mps
-from triton_mps.compiler import CompilationError, compile_ttgir
-from triton_mps.compiler.ops import debug as dbg
+from triton_mps.backend import debug_records
+from triton_mps.compiler import CompilationError, abi, compile_ttgir
 from ttgir_harness import _backend, _run_ttgir, _run_ttir, compile_kernel, make_ttgir, poison
 from wide_kernels import wide_kernel, wide_reference
 
@@ -133,16 +133,16 @@ def compile_debug(fn, signature, constexprs, num_warps=4):
 
 def run_debug(cm, kernel, *args, grid, num_warps=4):
     """Launch with a fresh record buffer; returns (stdout text, the DeviceAssertionError or None)."""
-    words = np.zeros(dbg.buffer_words(), dtype=np.uint32)
+    words = np.zeros(abi.buffer_words(), dtype=np.uint32)
     words[:] = 0xDEADBEEF  # poisoned: only records the kernel wrote may be read
-    dbg.init_header(words)  # the counters and capacities (the launcher sizes it: capacity_for)
+    abi.init_header(words)  # the counters and capacities (the launcher sizes it: capacity_for)
     kernel(*args, words, grid=grid, threads=32 * num_warps)
     kernel.device.synchronize()
     out = io.StringIO()
     try:
-        dbg.report(words, cm.debug, cm.name, out=out)
+        debug_records.report(words, cm.debug, cm.name, out=out)
         err = None
-    except dbg.DeviceAssertionError as e:
+    except debug_records.DeviceAssertionError as e:
         err = e
     return out.getvalue(), err
 

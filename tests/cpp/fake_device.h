@@ -16,8 +16,8 @@
 #include <thread>
 #include <vector>
 
-#include "core/device.h"
-#include "core/stream.h"
+#include "device.h"
+#include "launcher.h"
 
 namespace tmps_test {
 

@@ -8,11 +8,11 @@
 #include <string>
 #include <vector>
 
-#include "core/device.h"
-#include "core/errors.h"
-#include "core/stream.h"
-#include "core/pipeline_cache.h"
-#include "core/pool.h"
+#include "device.h"
+#include "errors.h"
+#include "launcher.h"
+#include "pipeline_cache.h"
+#include "pool.h"
 
 namespace {
 

@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "fake_device.h"
-#include "core/pipeline_cache.h"
+#include "pipeline_cache.h"
 
 using namespace tmps;
 using tmps_test::FakeDevice;

@@ -6,7 +6,7 @@
 #include <thread>
 
 #include "fake_device.h"
-#include "core/pool.h"
+#include "pool.h"
 
 using namespace tmps;
 using tmps_test::FakeDevice;

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "fake_device.h"
-#include "core/pool.h"
+#include "pool.h"
 
 using namespace tmps;
 using tmps_test::FakeDevice;

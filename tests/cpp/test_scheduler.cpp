@@ -13,7 +13,7 @@
 #include <thread>
 #include <vector>
 
-#include "core/errors.h"
+#include "errors.h"
 #include "sim/fiber.h"
 #include "sim/scheduler.h"
 

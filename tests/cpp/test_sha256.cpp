@@ -5,8 +5,8 @@
 #include <fstream>
 #include <string>
 
-#include "core/errors.h"
-#include "core/sha256.h"
+#include "errors.h"
+#include "sha256.h"
 
 using tmps::sha256_file_hex;
 using tmps::sha256_hex;

@@ -9,7 +9,8 @@
 #include <memory>
 #include <string>
 
-#include "core/msl_scanner.h"
+#include "msl_scanner.h"
+#include "sim/msl_to_cpp.h"
 #include "sim/include/tmps_sim_abi.h"
 #include "sim/sim_compiler.h"
 

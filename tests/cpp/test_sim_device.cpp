@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "core/errors.h"
-#include "core/sha256.h"
+#include "errors.h"
+#include "sha256.h"
 #include "sim/sim_compiler.h"
 #include "sim/sim_device.h"
 

@@ -5,7 +5,7 @@
 #include <thread>
 
 #include "fake_device.h"
-#include "core/stream.h"
+#include "launcher.h"
 
 using namespace tmps;
 using namespace tmps_test;

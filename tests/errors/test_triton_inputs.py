@@ -121,7 +121,7 @@ def f64_saturatef(x, y, n, BLOCK: tl.constexpr):
            raises="triton.compiler.errors.CompilationError",
            says="libdevice.saturatef on the mps backend takes (fp32); (fp16); (bf16); got (fp64)")
 def test_float64_math_not_emulated(mps_driver, bad):
-    # float64 itself is emulated (soft-float, compiler/fp64.py, with CUDA libdevice's float64 math
+    # float64 itself is emulated (soft-float, compiler/mslib/fp64.py, with CUDA libdevice's float64 math
     # functions); a function with no float64 version (saturatef, as in CUDA) is refused at
     # compile time, naming it (never computed in float32).
     x, y = _inputs()

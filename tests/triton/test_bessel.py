@@ -1,4 +1,4 @@
-"""libdevice Bessel functions (j0, j1, y0, y1, cyl_bessel_i0, cyl_bessel_i1; compiler/fp64_bessel.py)
+"""libdevice Bessel functions (j0, j1, y0, y1, cyl_bessel_i0, cyl_bessel_i1; compiler/mslib/bessel.py)
 against mpmath at 30 digits: random values over [-30, 30], points near the zeros and near the
 series/asymptotic switches, tiny and huge arguments, the overflow edge of I0/I1 and the special
 values (CUDA libdevice's conventions: J, Y -> 0 at +inf, Y(x < 0) = NaN, Y(+-0) = -inf,

@@ -192,7 +192,7 @@ def _scalar_arg(x_ptr, out_ptr, s: tl.float64, n, BLOCK: tl.constexpr):
 def test_fp64_scalar_argument_and_notice(mps_driver, fresh_cache):
     """An fp64 scalar argument arrives as 8 bytes (no rounding through float32); compiling a
     kernel with software float64 warns (once per process)."""
-    from triton_mps.compiler import fp64
+    from triton_mps.compiler.mslib import fp64
 
     dev = _dev(mps_driver)
     x = np.linspace(-3.0, 7.0, 300) + 1e-9

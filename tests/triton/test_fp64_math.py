@@ -1,4 +1,4 @@
-"""float64 math functions in software (compiler/fp64_math.py): within 1 ulp of the exact value
+"""float64 math functions in software (compiler/mslib/): within 1 ulp of the exact value
 (mpmath at 200 bits) on random inputs of every magnitude, exact on special values; fmod exact."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """float64 tan, hyperbolic and inverse trigonometric functions, pow, log10, log1p, expm1, erfc,
-cbrt in software (compiler/fp64_math_ext.py) through libdevice: within ULP[name] ulp of the
+cbrt in software (compiler/mslib/) through libdevice: within ULP[name] ulp of the
 exact value (mpmath at 200 bits) on random inputs of the ranges where each function is
 interesting, and IEEE / C99 Annex F special values bit for bit (numpy's libm as reference).
 One kernel computes every function (one compile); the long sweep is tools/fp64_accuracy.py."""

@@ -1,5 +1,5 @@
 """float64 exp10, sinpi, cospi, rcbrt, hypot, rhypot, norm3d, rnorm3d, norm4d, rnorm4d, powi
-(pow(fp64, int32)) in software (compiler/fp64_math_more.py) through libdevice: within ULP[name] ulp
+(pow(fp64, int32)) in software (compiler/mslib/) through libdevice: within ULP[name] ulp
 of the exact value (mpmath at 200 bits; the sums of squares exact in Fraction), and exactly the
 value when that is a double (exp10(22), hypot(3, 4), sinpi(1/2), ...). remainder, fdim, nextafter,
 ldexp, scalbn, logb, ilogb, llrint, llround are exact: compared bit for bit with exact references
@@ -363,7 +363,7 @@ def _small(x_ptr, y_ptr, z_ptr, w_ptr, out_ptr, n, BLOCK: tl.constexpr):
 
 
 SMALL = ["logb", "norm3d", "rnorm3d", "norm4d", "rnorm4d", "hypot", "rhypot"]
-# computed in float (fp16/bf16 rounded back once; ops/elementwise.py tmps_norm4f, tmps_logb): the
+# computed in float (fp16/bf16 rounded back once; mslib/fp32.py tmps_norm4f, tmps_logb): the
 # norms (hypot too) from a float-float sum of squares and one corrected square root (measured:
 # <= 0.5 ulp for normal results, 0.70 where a reciprocal is subnormal (a second rounding); fp16 /
 # bf16 <= 0.5); logb exact.

@@ -11,7 +11,7 @@ import pytest
 import torch
 import triton
 import triton.language as tl
-from triton_mps.compiler import fp8
+from triton_mps.compiler.mslib import fp8
 
 # torch dtype, Triton dtype, MLIR name
 FORMATS = [

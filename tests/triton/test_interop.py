@@ -1,4 +1,4 @@
-"""Arrays other than torch tensors as kernel pointer arguments (triton_mps/interop.py): numpy,
+"""Arrays other than torch tensors as kernel pointer arguments (triton_mps/binding.py, backend/jit_hooks.py): numpy,
 MLX, buffer-protocol and DLPack objects; zero-copy, strides, read-only arrays."""
 
 from __future__ import annotations

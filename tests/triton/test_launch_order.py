@@ -1,5 +1,5 @@
 """Ordering of launches between our own stream and a foreign one (PyTorch's MPS stream on a Mac),
-csrc/core/foreign_stream.h, unit-tested on the simulator.
+csrc/foreign_stream.h, unit-tested on the simulator.
 
 A RecordingForeignStream stands in for PyTorch's stream: with `takes_host_tensors` the launcher
 routes launches that bind CPU tensors to it exactly as it routes `mps` tensors on a Mac, and it

@@ -1,4 +1,4 @@
-"""libdevice's rounding-mode functions (compiler/rounding.py): add/sub/mul/div/fma/sqrt/rcp_rz/rd/ru
+"""libdevice's rounding-mode functions (compiler/mslib/rounding.py): add/sub/mul/div/fma/sqrt/rcp_rz/rd/ru
 on fp32 and fp64, double2float_*, double2{int,uint,ll,ull}_*, {int,uint,ll,ull}2float_*,
 {int,uint,ll,ull}2double_*, the fp64 bit moves (double_as_longlong, longlong_as_double,
 hiloint2double, double2hiint, double2loint) and byte_perm, mul24, sad.

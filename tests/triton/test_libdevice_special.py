@@ -1,4 +1,4 @@
-"""libdevice special functions (compiler/fp64_special.py): erfinv, erfcinv, erfcx, normcdf,
+"""libdevice special functions (compiler/mslib/erfgamma.py, bessel.py): erfinv, erfcinv, erfcx, normcdf,
 normcdfinv, lgamma, tgamma, jn, yn, rcp64h, against mpmath at 160 bits.
 
 Fresh random inputs over each function's domain (every magnitude) plus the special values (+-0,
@@ -233,7 +233,7 @@ def max_errors(names, xs, got, dtype, exact, abs_ok=None) -> dict[str, tuple[flo
 # fp64 bounds in ulp; fp32: 1 ulp, fp16/bf16: 0.5 ulp (correctly rounded)
 ULP64 = {"erfinv": 1.0, "erfcinv": 1.0, "erfcx": 1.0, "normcdf": 1.0, "normcdfinv": 1.0, "lgamma": 1.0,
          "tgamma": 1.0}
-# fp64 near the zeros of lgamma on the negative axis: its absolute error (~2e-28, fp64_special.py)
+# fp64 near the zeros of lgamma on the negative axis: its absolute error (~2e-28, mslib/erfgamma.py)
 ABS64 = {"lgamma": 2.0 ** -90}
 BOUND = {torch.float64: None, torch.float32: 1.0, torch.float16: 0.5, torch.bfloat16: 0.5}
 FAMILIES = {"erf": (_erf_family, ERF_FAMILY, _erf_inputs), "gamma": (_gamma, GAMMA, _gamma_inputs)}

@@ -245,7 +245,7 @@ def chatty_check(x_ptr, rounds, BLOCK: tl.constexpr):
 
 def test_prints_never_drop_a_failed_assert(mps_driver, capfd):
     """Asserts have their own region of the record buffer: prints that overflow theirs cannot
-    push a failed assert out, and the failing-element count stays exact (compiler/ops/debug.py)."""
+    push a failed assert out, and the failing-element count stays exact (compiler/abi.py)."""
     x = torch.ones(256, device=device(mps_driver))
     x[[3, 130, 200]] = -1.0
     with pytest.raises(AssertionError) as e:

@@ -1,4 +1,4 @@
-"""The driver's user API (triton_mps/mps_driver.py): MPSDriver registration, kernel config,
+"""The driver's user API (triton_mps/backend/driver.py, kernel_config.py): MPSDriver registration, kernel config,
 memory_pool statistics, device_info, synchronize, and the pool's environment knobs."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import triton
 import triton.language as tl
 import triton_mps
 from triton.runtime.errors import OutOfResources
-from triton_mps import mps_driver
+from triton_mps.backend import kernel_config
 from triton_mps.backend.driver import MPSDriver
 
 
@@ -51,7 +51,7 @@ def test_kernel_config_defaults_reach_compiled_metadata(config):
     other = triton.runtime.driver.MPSDriver()  # every instance shares the device's state
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        mps_driver._notified_num_stages[0] = False
+        kernel_config._notified_num_stages[0] = False
         cfg = other.set_kernel_config(num_warps=8, num_stages=2, max_threads=512, shared_memory=16384)
     assert any("num_stages=2 has no effect" in str(w.message) for w in caught)
     assert cfg == {"num_warps": 8, "num_stages": 2, "max_threads": 512, "shared_memory": 16384}

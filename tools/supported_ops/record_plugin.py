@@ -39,8 +39,9 @@ def _write() -> None:
 def pytest_configure(config):
     from triton_mps.compiler import lowering
 
-    for name, fn in list(lowering.LOWERINGS.items()):
-        lowering.LOWERINGS[name] = _recording(name, fn)
+    for table in [lowering.LOWERINGS] + [t for _, t in lowering.GUARDED_LOWERINGS]:  # f64 ops: guarded
+        for name, fn in list(table.items()):
+            table[name] = _recording(name, fn)
 
 
 def pytest_runtest_logfinish(nodeid, location):

@@ -23,7 +23,7 @@ Decisions:
 - Dot: `min_dot_size` is (1, 1, 1) for every dtype: the compiler uses 8x8 simdgroup matrices
   where shapes allow and a general fallback otherwise, so Triton's front end need not reject
   small dots. fp8 operands are widened to float in the operand staging (fp8 storage is
-  emulated, compiler/fp8.py); "tf32" and "tf32x3" are accepted and computed in full fp32 (ieee);
+  emulated, compiler/mslib/fp8.py); "tf32" and "tf32x3" are accepted and computed in full fp32 (ieee);
   "bf16x3" / "bf16x6" are Triton's definition (f32_dot_tc: bf16 parts, bf16 dots summed in fp32).
 - Tensor descriptors (tl.make_tensor_descriptor, desc.load/store) become plain masked
   loads/stores in TTIR (`rewrite_tensor_descriptor_to_pointer`). Block pointers were removed
@@ -52,7 +52,6 @@ import logging
 import os
 import re
 import sys
-import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -79,50 +78,6 @@ def debug_enabled() -> bool:
 MAX_THREADS_PER_THREADGROUP = 1024  # every Apple GPU family
 
 
-
-THREADS_MARKER = "// triton-mps: threads_per_threadgroup="
-
-
-def threads_marker(threads: int) -> str:
-    """The MSL comment line telling load_binary the kernel's threadgroup size."""
-    return f"{THREADS_MARKER}{threads}\n"
-
-
-def _as_tuple(v: str) -> tuple[int, ...]:
-    return tuple(int(p) for p in v.split(".") if p.isdigit())
-
-
-def msl_version_for(msl: str, available: str) -> str:
-    """The MSL version to compile `msl` with: 3.2 when it uses device-scope fences
-    (acquire/release atomics, 64-bit atomics, acquire atomic_poll) and the OS has 3.2, else 3.1
-    (macOS 14: the fences compile to nothing; docs/msl-versions.md)."""
-    if "TMPS_DEVICE_FENCE()" in msl and _as_tuple(available) >= (3, 2):
-        return "3.2"
-    return "3.1"
-
-
-UNORDERED_WARNING = (
-    "triton-mps: this OS has MSL {version} (macOS 14), which has no device-scope memory fence: "
-    "acquire/release atomics, 64-bit atomics and acquire atomic_poll order memory between "
-    "threadgroups only as far as the GPU happens to (not guaranteed; docs/msl-versions.md). "
-    "The atomics themselves stay atomic.")
-
-
-def warn_if_unordered(msl: str, version: str) -> None:
-    """Warn when `msl` asks for ordering between threadgroups that MSL `version` cannot give.
-    One message text, so Python's default warning filter shows it once per process."""
-    if "TMPS_DEVICE_FENCE()" in msl and _as_tuple(version) < (3, 2):
-        warnings.warn(UNORDERED_WARNING.format(version=version), RuntimeWarning, stacklevel=3)
-
-
-def threads_from_msl(msl: str) -> int:
-    """The threadgroup size recorded by threads_marker, 0 if absent (hand-written MSL)."""
-    at = msl.rfind(THREADS_MARKER)
-    if at < 0:
-        return 0
-    digits = msl[at + len(THREADS_MARKER):].split("\n", 1)[0].strip()
-    return int(digits) if digits.isdigit() else 0
-
 class TooManyThreads(OutOfResources, ValueError):
     """num_warps * 32 over Metal's threadgroup limit: OutOfResources, so that autotuning prunes
     the config (it is raised while options are parsed, inside the autotuner's benchmark), and a
@@ -146,7 +101,7 @@ class NumWarpsNotPowerOfTwo(ValueError, AssertionError):
 @dataclass(frozen=True)
 class MPSOptions:
     num_warps: int = 4  # simdgroups per threadgroup: num_warps * 32 threads
-    num_stages: int = 1  # accepted, no effect: no software pipelining on Metal (mps_driver.py)
+    num_stages: int = 1  # accepted, no effect: no software pipelining on Metal (kernel_config.py)
     # Kernel-config caps (MPSDriver.set_kernel_config; None: the device's limits): threads per
     # threadgroup and bytes of threadgroup memory a kernel may use, else OutOfResources.
     max_threads: int | None = None
@@ -159,7 +114,7 @@ class MPSOptions:
     sanitize_overflow: bool = True
     enable_fp_fusion: bool = True
     # All of Triton's fp8 formats, emulated: 8-bit storage and exact software conversions
-    # (compiler/fp8.py; fp8e4b15 through convert_custom_types, language/fp8e4b15.py).
+    # (compiler/mslib/fp8.py; fp8e4b15 through convert_custom_types, language/fp8e4b15.py).
     supported_fp8_dtypes: tuple[str, ...] = ("fp8e5", "fp8e5b16", "fp8e4nv", "fp8e4b8", "fp8e4b15")
     deprecated_fp8_dot_operand_dtypes: tuple[str, ...] = ()
     default_dot_input_precision: str = "ieee"
@@ -389,7 +344,7 @@ class MPSBackend(BaseBackend):
         return arch if isinstance(arch, str) and arch.startswith("apple") else f"apple{arch}"
 
     def hash(self) -> str:
-        from .. import __version__
+        from .._version import __version__
 
         # Environment switches that change the generated MSL are part of the key too.
         dot_path = os.environ.get("TRITON_MPS_DOT", "auto")
@@ -397,7 +352,7 @@ class MPSBackend(BaseBackend):
                 f"-dot{dot_path}-{self.target.arch}")
 
     def parse_options(self, opts: dict) -> MPSOptions:
-        from ..mps_driver import kernel_config_overrides, notice_num_stages
+        from .kernel_config import kernel_config_overrides, notice_num_stages
 
         names = MPSOptions.__dataclass_fields__.keys()
         args = {"arch": self.arch_name}
@@ -452,6 +407,7 @@ class MPSBackend(BaseBackend):
 
         def make_msl(mod, metadata):
             from .. import compiler as msl_compiler  # the lead's TTGIR -> MSL compiler
+            from ..compiler.abi import threads_marker
 
             signature = _runtime_signature(mod)  # the launcher maps it onto Triton's (launcher.py)
             kernel_name = mod.get_entry_func_name()

@@ -1,5 +1,6 @@
-"""The device side of the `mps` driver: which device is current, its properties, loading
-kernels (`utils`), Triton's device interface (Events, synchronize) and the memory pool.
+"""The device side of the `mps` driver: which device is current, its properties, memory
+statistics and device info, loading kernels (`utils`), Triton's device interface (Events,
+synchronize).
 
 Devices are the native core's (`triton_mps.devices()`); the current device starts as the default
 one (Metal on a Mac, the simulator elsewhere; TRITON_MPS_DEVICE overrides). Triton's device
@@ -12,23 +13,13 @@ import functools
 import os
 import sys
 import time
+import warnings
 from typing import Any
 
 from triton.runtime.errors import OutOfResources
 
 from .._core import LimitExceeded
-
-# Nominal GPU core counts of Apple chips (largest configuration of each; an estimate, since
-# binned parts have fewer). Keys are matched against the device name, longest first.
-GPU_CORES = {
-    "M1 Ultra": 64, "M1 Max": 32, "M1 Pro": 16, "M1": 8,
-    "M2 Ultra": 76, "M2 Max": 38, "M2 Pro": 19, "M2": 10,
-    "M3 Ultra": 80, "M3 Max": 40, "M3 Pro": 18, "M3": 10,
-    "M4 Max": 40, "M4 Pro": 20, "M4": 10,
-    "M5 Max": 40, "M5 Pro": 20, "M5": 10,
-}
-# Memory bus width in bits by tier (LPDDR5/5X), for roofline arithmetic in tutorials.
-BUS_WIDTH = {"Ultra": 1024, "Max": 512, "Pro": 256}
+from ..chips import bus_width_bits, chip_of
 
 
 def _core():
@@ -38,6 +29,7 @@ def _core():
 
 
 _current = [-1]  # the current device index (resolved on first use)
+STREAM = 0  # the stream handle Triton is given: one in-order stream per device, owned by the native core
 
 
 # ---- devices -------------------------------------------------------------------------------
@@ -102,11 +94,10 @@ def _device_properties(device: int) -> dict:
         clock_khz = 1_000_000  # nominal; the simulator has no GPU clock
         bus_width = 64
     else:
-        name = info["name"]
-        longest_first = sorted(GPU_CORES.items(), key=lambda kv: -len(kv[0]))  # "M3 Max" before "M3"
-        cores = next((n for chip, n in longest_first if chip in name), 8)
+        found = chip_of(info["name"])  # triton_mps/chips.py
+        cores = found.gpu_cores if found is not None else 8
         clock_khz = 1_400_000  # Apple GPU cores run at ~1.3-1.6 GHz
-        bus_width = next((w for tier, w in BUS_WIDTH.items() if tier in name), 128)
+        bus_width = bus_width_bits(info["name"])
     return {
         "max_shared_mem": int(info["max_threadgroup_memory"] or 32768),
         "multiprocessor_count": int(cores),
@@ -140,6 +131,61 @@ def registers_per_thread(max_threads: int) -> int:
     return max(1, MAX_NUM_REGS // max(1, max_threads))
 
 
+# ---- memory --------------------------------------------------------------------------------
+
+def memory_info(device: Any = None) -> dict[str, int]:
+    """The device's memory statistics (see MPSDriver.memory_pool)."""
+    dev = _device(device)
+    s = dev.pool_stats()
+    cfg = dev.pool_config()
+    return {
+        "current_allocated": s["active_bytes"] + s["wrapped_bytes"],
+        "max_allocated": s["peak_total_bytes"],
+        "cached": s["cached_bytes"],
+        "num_allocs": s["hits"] + s["misses"] + s["num_wraps"],
+        "num_frees": s["num_returned"] + s["num_unwraps"],
+        "cache_hits": s["hits"],
+        "cache_misses": s["misses"],
+        # the parts
+        "pool_allocated": s["active_bytes"],
+        "pool_max_allocated": s["peak_active_bytes"],
+        "wrapped": s["wrapped_bytes"],
+        "num_wrapped": s["num_wrapped"],
+        "num_cached_buffers": s["num_cached_buffers"],
+        "device_allocations": s["num_allocations"],
+        "max_cached_bytes": cfg["max_cached_bytes"],
+        "max_buffer_age_ms": cfg["max_buffer_age_ms"],
+    }
+
+
+# ---- device info ---------------------------------------------------------------------------
+
+def device_info(device: Any = None) -> dict[str, Any]:
+    dev = _device(device)
+    info = dev.info
+    kind = "simulator" if info["is_simulator"] else "metal-emulated" if info["is_emulated"] else "metal"
+    name = info["name"]
+    found = chip_of(name)
+    return {
+        "name": name,
+        "index": _index(device),
+        "backend": kind,
+        "is_simulator": bool(info["is_simulator"]),
+        "is_emulated": bool(info["is_emulated"]),
+        "chip": found.name if found is not None else None,
+        "generation": info["generation"],
+        "gpu_family": info["gpu_family"],
+        "unified_memory": bool(info["unified_memory"]),
+        "max_threads_per_threadgroup": int(info["max_threads_per_threadgroup"]),
+        "max_threadgroup_memory": int(info["max_threadgroup_memory"]),
+        "simd_width": int(info["simd_width"]),
+        "max_buffer_length": int(info["max_buffer_length"]),
+        "max_buffer_bindings": int(info["max_buffer_bindings"]),
+        "recommended_working_set": int(info["recommended_working_set"]),
+        "msl_version": info["msl_version"],
+    }
+
+
 # ---- utils -------------------------------------------------------------------------------------
 
 class MPSUtils:
@@ -153,7 +199,7 @@ class MPSUtils:
         if shared > limit:
             raise OutOfResources(shared, limit, f"shared memory (threadgroup memory of kernel '{name}')")
         source = kernel.decode("utf-8") if isinstance(kernel, (bytes, bytearray)) else kernel
-        from .compiler import msl_version_for, threads_from_msl, warn_if_unordered
+        from ..compiler.abi import msl_version_for, threads_from_msl
 
         warn_if_unordered(source, msl_version_for(source, dev.info.get("msl_version", "3.1")))
         max_threads = threads_from_msl(source)
@@ -221,6 +267,22 @@ def _at_most(message: str) -> int:
 
     m = re.search(r"at most (\d+)", message)
     return int(m.group(1)) if m else 0
+
+
+UNORDERED_WARNING = (
+    "triton-mps: this OS has MSL {version} (macOS 14), which has no device-scope memory fence: "
+    "acquire/release atomics, 64-bit atomics and acquire atomic_poll order memory between "
+    "threadgroups only as far as the GPU happens to (not guaranteed; docs/msl-versions.md). "
+    "The atomics themselves stay atomic.")
+
+
+def warn_if_unordered(msl: str, version: str) -> None:
+    """Warn when `msl` asks for ordering between threadgroups that MSL `version` cannot give.
+    One message text, so Python's default warning filter shows it once per process."""
+    from ..compiler.abi import uses_device_fence, version_tuple
+
+    if uses_device_fence(msl) and version_tuple(version) < (3, 2):
+        warnings.warn(UNORDERED_WARNING.format(version=version), RuntimeWarning, stacklevel=3)
 
 
 # ---- device interface (Events, synchronize) ---------------------------------------------------

@@ -8,8 +8,16 @@ Activation (`MPSDriver.is_active`):
   variable, so a CUDA or ROCm machine is never taken over.
 
 The driver class lives here (Triton imports this module and looks for exactly one DriverBase
-subclass); its parts live beside it: `device.py` (devices, properties, loading kernels, Triton's
-device interface, memory pool), `launcher.py` (the launcher), `benchmarking.py` (do_bench).
+subclass), with its user API (kernel config, memory_pool, device_info, synchronize: the
+methods below Triton's); its parts live beside it: `device.py` (devices, properties, loading
+kernels, Triton's device interface, memory statistics), `kernel_config.py` (the kernel-config
+defaults), `launcher.py` (the launcher), `jit_hooks.py` (Triton's JIT binder for array
+arguments), `benchmarking.py` (do_bench), `registration.py` (triton.runtime.driver.MPSDriver).
+
+Kernel config (`set_kernel_config`: num_warps, num_stages, max_threads, shared_memory), per
+device and validated against its limits: what each value does is in kernel_config.py.
+Every instance shares one state per device. `device` in the user API: an index, a
+torch.device, or None for the current device.
 """
 
 from __future__ import annotations
@@ -22,12 +30,10 @@ from typing import Any
 from triton.backends.compiler import GPUTarget
 from triton.backends.driver import DriverBase
 
-from ..interop import install_jit_hooks
-from ..mps_driver import DriverSurface, register_on_triton
+from . import kernel_config
 from .benchmarking import do_bench
-from .device import (  # noqa: F401  (GPU_CORES, BUS_WIDTH, _devices: part of this module's surface)
-    BUS_WIDTH,
-    GPU_CORES,
+from .device import (  # noqa: F401  (_devices: part of this module's surface)
+    STREAM,
     MPSDeviceInterface,
     MPSUtils,
     _current,
@@ -35,8 +41,12 @@ from .device import (  # noqa: F401  (GPU_CORES, BUS_WIDTH, _devices: part of th
     _device,
     _devices,
     _index,
+    device_info,
+    memory_info,
 )
+from .jit_hooks import install_jit_hooks
 from .launcher import make_launcher
+from .registration import register_on_triton
 
 ACTIVATION_ENV = "TRITON_BACKEND"
 ACTIVATION_VALUES = ("mps", "metal")
@@ -72,15 +82,15 @@ def _hint_when_nothing_is_active() -> None:
             "(with torch CPU tensors)", RuntimeWarning, stacklevel=3)
 
 
-class MPSDriver(DriverSurface, DriverBase):
-    """Triton's driver for `mps`; its user API (kernel config, memory_pool, device_info, ...) is
-    DriverSurface (triton_mps/mps_driver.py)."""
+class MPSDriver(DriverBase):
+    """Triton's driver for `mps`, and its user API (kernel config, memory_pool, device_info,
+    synchronize; see the module docstring)."""
 
     def __init__(self) -> None:
         super().__init__()
         self.utils = MPSUtils()
         self.launcher_cls = make_launcher
-        install_jit_hooks()  # numpy/MLX/DLPack array arguments, kernel-config cache keys (interop.py)
+        install_jit_hooks()  # numpy/MLX/DLPack array arguments, kernel-config cache keys (jit_hooks.py)
         if _current[0] < 0:
             _current[0] = _default_index()
 
@@ -106,7 +116,7 @@ class MPSDriver(DriverSurface, DriverBase):
         _current[0] = _index(device)
 
     def get_current_stream(self, device: int | None = None) -> int:
-        return 0  # one in-order stream per device, owned by the native core
+        return STREAM  # one in-order stream per device, owned by the native core
 
     def get_current_target(self) -> GPUTarget:
         family = _device(self.get_current_device()).info["gpu_family"]  # "apple9"
@@ -163,6 +173,54 @@ class MPSDriver(DriverSurface, DriverBase):
             "launch_sync": os.environ.get("TRITON_MPS_LAUNCH_SYNC", "default"),  # launcher.launch_wait
             "pool": dev.pool_config(),
         }
+
+    # ---- the user API -------------------------------------------------------------------------
+
+    def set_kernel_config(self, *, num_warps: int | None = None, num_stages: int | None = None,
+                          max_threads: int | None = None, shared_memory: int | None = None,
+                          device: Any = None) -> dict[str, int]:
+        """Defaults for kernels compiled from now on (see the module docstring); returns the
+        effective config. ValueError (naming the limit) leaves the previous config in place."""
+        return kernel_config.set_kernel_config(device, num_warps=num_warps, num_stages=num_stages,
+                                               max_threads=max_threads, shared_memory=shared_memory)
+
+    def get_kernel_config(self, device: Any = None) -> dict[str, int]:
+        return kernel_config.get_kernel_config(device)
+
+    def reset_kernel_config(self, device: Any = None) -> None:
+        kernel_config.reset_kernel_config(device)
+
+    def memory_pool(self, device: Any = None) -> dict[str, int]:
+        """Memory statistics in bytes and counts. Every buffer the runtime makes counts:
+        pooled buffers (triton_mps.empty, placeholders, debug records, lock tables) and the
+        wrappers around caller memory bound to launches (torch tensors, numpy/MLX/DLPack
+        arrays), which are counted while a launch or view holds them, never cached.
+        `current_allocated` = pooled bytes handed out (size classes) + wrapped bytes;
+        `max_allocated` its peak; `cached` idle pooled bytes; `num_allocs` / `num_frees`
+        buffers handed out / released (pooled and wrapped); `cache_hits` / `cache_misses`
+        pooled requests served from the cache / by a new device allocation."""
+        return memory_info(device)
+
+    def empty_cache(self, device: Any = None) -> None:
+        _device(device).empty_cache()
+
+    def reset_peak_stats(self, device: Any = None) -> None:
+        _device(device).reset_peak()
+
+    def set_pool_config(self, max_cached_bytes: int | None = None, max_buffer_age_ms: int | None = None,
+                        device: Any = None) -> None:
+        """Like MPS_MAX_POOL_SIZE / MPS_MAX_BUFFER_AGE, at run time (None keeps a value)."""
+        dev = _device(device)
+        cfg = dev.pool_config()
+        dev.set_pool_config(cfg["max_cached_bytes"] if max_cached_bytes is None else int(max_cached_bytes),
+                            cfg["max_buffer_age_ms"] if max_buffer_age_ms is None else int(max_buffer_age_ms))
+
+    def device_info(self, device: Any = None) -> dict[str, Any]:
+        return device_info(device)
+
+    def synchronize(self, device: Any = None) -> None:
+        """Wait for every launch on the device (and torch's MPS queue on a Mac)."""
+        MPSDeviceInterface.synchronize(device)
 
 
 register_on_triton(MPSDriver)  # triton.runtime.driver.MPSDriver

@@ -2,9 +2,10 @@
 
 The launch itself is native (csrc/python/triton_launch.cpp); this module builds its argument specs from
 the compiled kernel's metadata, wraps kernels with device asserts/prints or 64-bit atomics
-(extra hidden buffers), and binds pointer arguments the native launcher has no fast path for.
+(extra hidden buffers), and binds pointer arguments the native launcher has no fast path for
+(binding.py: the same rules as the MSL Kernel path).
 
-Launch semantics (csrc/python/triton_launch.cpp, csrc/core/foreign_stream.h, README "Ordering of launches"):
+Launch semantics (csrc/python/triton_launch.cpp, csrc/foreign_stream.h, README "Ordering of launches"):
 a launch on our own queue (numpy, CPU tensors, triton_mps buffers) is complete when it returns,
 since Triton code reads host memory right after `kernel[grid](...)`; a launch that binds torch
 `mps` tensors is encoded into PyTorch's MPS stream and not waited for: PyTorch orders it with
@@ -13,120 +14,25 @@ its own work. TRITON_MPS_LAUNCH_SYNC=1 waits after every launch, =0 after none.
 
 from __future__ import annotations
 
-import math
 import os
-import sys
 from typing import Any
 
-from ..interop import make_pointer_fallback
+from .. import binding
 from .device import _core, _torch_mps_synchronize
 
-# ---- kernel arguments that are not buffers or tensors ---------------------------------------
+# ---- kernel arguments the native launcher has no fast path for ---------------------------------
 
-def _pointer_fallback(obj: Any, name: str, kernel: str, device) -> Any:
-    """Buffer for a pointer argument the C++ launcher has no fast path for (numpy, data_ptr())."""
-    from .. import runtime
+def pointer_fallback(written: list[str] | None):
+    """fallback(obj, name, kernel, device) for the native launcher: binds a pointer argument that
+    is not a torch tensor or a triton_mps buffer (binding.py). `written`: the names of the pointer
+    arguments the kernel may store through (None: unknown, all of them)."""
+    written_set = None if written is None else frozenset(written)
 
-    where = f"kernel '{kernel}': argument '{name}'"
-    try:
-        import numpy as np
+    def fallback(obj: Any, name: str, kernel: str, device) -> Any:
+        writes = written_set is None or name in written_set
+        return binding.bind(obj, device, f"kernel '{kernel}': argument '{name}'", writes=writes)
 
-        if isinstance(obj, np.ndarray):
-            return runtime.as_buffer(obj, device)
-    except ImportError:
-        pass
-    # A wrapper around a tensor (triton.reinterpret's TensorWrapper, which upstream's tests use
-    # for every unsigned tensor, and the like): bind what it wraps, at the same address.
-    base = obj
-    while not _is_torch_tensor(base) and hasattr(base, "data_ptr") and hasattr(getattr(base, "base", None), "data_ptr"):
-        if int(base.base.data_ptr()) != int(base.data_ptr()):
-            break
-        base = base.base
-    if base is not obj and _is_torch_tensor(base):
-        return runtime.as_buffer(base, device)
-    if hasattr(obj, "data_ptr"):
-        region = _region_of(obj)
-        if region is None:
-            raise _core().InvalidArgument(f"{where}: a {type(obj).__name__} has data_ptr() but no size (nbytes, "
-                                          "or shape/stride and a dtype or element_size()); its size is needed to "
-                                          "bind it")
-        lo, hi, owner = region
-        ptr = int(obj.data_ptr())
-        if not lo <= ptr <= hi:
-            raise _core().InvalidArgument(f"{where}: a {type(obj).__name__}'s data_ptr() {ptr:#x} lies outside the "
-                                          f"memory it views [{lo:#x}, {hi:#x})")
-        # Bind the whole region the object addresses, with the kernel's pointer at data_ptr():
-        # a view with negative strides reads below data_ptr(), and that is not out of bounds.
-        if _is_torch_tensor(owner) and owner.device.type == "mps":
-            # An mps storage's data_ptr() is its MTLBuffer handle (platform facts), not an address.
-            return device.wrap_native(lo, ptr - lo, max(hi - ptr, 1), obj)
-        buf = device.wrap_host(lo, max(hi - lo, 1), obj)
-        return buf.view(ptr - lo, buf.nbytes - (ptr - lo))
-    raise _core().InvalidArgument(
-        f"{where} is a pointer; got {type(obj).__name__} (pass a tensor, numpy array or triton_mps buffer)"
-    )
-
-
-def _is_torch_tensor(obj: Any) -> bool:
-    torch = sys.modules.get("torch")
-    return torch is not None and isinstance(obj, torch.Tensor)
-
-
-def _region_of(obj: Any) -> tuple[int, int, Any] | None:
-    """[lo, hi) bytes a data_ptr() object addresses, and what owns them: its `untyped_storage()`,
-    else its `base` tensor's storage, else the extent of its shape and strides around data_ptr()."""
-    for source in (obj, getattr(obj, "base", None)):
-        storage = getattr(source, "untyped_storage", None)
-        if callable(storage) and source is not None:
-            st = storage()
-            lo = int(st.data_ptr())
-            return lo, lo + int(st.nbytes()), source
-    ptr = int(obj.data_ptr())
-    nbytes = _nbytes_of(obj)
-    if nbytes is None:
-        return None
-    below = _bytes_below(obj)
-    return ptr - below, ptr - below + nbytes, obj
-
-
-def _bytes_below(obj: Any) -> int:
-    """Bytes a strided object reaches below its data_ptr() (its negative strides)."""
-    stride = obj.stride() if callable(getattr(obj, "stride", None)) else None
-    shape = getattr(obj, "shape", None)
-    if stride is None or shape is None or any(int(d) == 0 for d in shape):
-        return 0
-    elements = -sum((int(d) - 1) * int(st) for d, st in zip(shape, stride, strict=True) if int(st) < 0)
-    return elements * _item_size(obj)
-
-
-def _item_size(obj: Any) -> int | None:
-    if callable(getattr(obj, "element_size", None)):
-        return int(obj.element_size())
-    dt = getattr(obj, "dtype", None)
-    size = getattr(dt, "itemsize", None)  # torch / numpy dtypes
-    bits = getattr(dt, "primitive_bitwidth", None)  # Triton dtypes
-    return int(size) if isinstance(size, int) else (int(bits) + 7) // 8 if isinstance(bits, int) else None
-
-
-def _nbytes_of(obj: Any) -> int | None:
-    """Bytes a data_ptr() object spans: its `nbytes`, else the extent of its shape and strides
-    (in elements, as torch and Triton count them) times its element size (`element_size()`,
-    or the size of its `dtype`, a torch, numpy or Triton dtype)."""
-    nbytes = getattr(obj, "nbytes", None)
-    nbytes = nbytes() if callable(nbytes) else nbytes
-    if isinstance(nbytes, int):
-        return nbytes
-    item = _item_size(obj)
-    shape = getattr(obj, "shape", None)
-    if item is None or shape is None:
-        return None
-    shape = [int(d) for d in shape]
-    stride = obj.stride() if callable(getattr(obj, "stride", None)) else None
-    if stride is None:  # contiguous
-        return math.prod(shape) * item
-    if any(d == 0 for d in shape):
-        return 0
-    return (sum((d - 1) * abs(int(st)) for d, st in zip(shape, stride, strict=True)) + 1) * item
+    return fallback
 
 
 # ---- launcher --------------------------------------------------------------------------------
@@ -240,7 +146,7 @@ def make_launcher(src, metadata):
         specs=specs,
         threads=metadata.num_warps * metadata.warp_size,
         pack_scalars_at=metadata.tmps_args.get("pack_scalars_at", -1),
-        fallback=make_pointer_fallback(written, _pointer_fallback),
+        fallback=pointer_fallback(written),
         before_mps=_torch_mps_synchronize,  # `mps` tensors without PyTorch's stream API (old torch)
         wait=1 if debug else launch_wait(),  # device prints/asserts are read right after the launch
     )
@@ -287,7 +193,7 @@ class LockLauncher:
 
 class DebugLauncher:
     """Binds a fresh record buffer to each launch, then prints the kernel's device prints and
-    raises DeviceAssertionError for failed device asserts (compiler/ops/debug.py)."""
+    raises DeviceAssertionError for failed device asserts (debug_records.py)."""
 
     def __init__(self, native, kernel: str, debug: dict):
         self.native = native
@@ -298,13 +204,14 @@ class DebugLauncher:
         return getattr(self.native, name)
 
     def __call__(self, gx, gy, gz, stream, function, *rest):
-        from ..compiler.ops import debug as debug_ops
+        from ..compiler import abi
+        from .debug_records import report
 
-        capacity = debug_ops.capacity_for(self.debug, gx * gy * gz, int(self.native.threads))
-        words = debug_ops.buffer_words(capacity)
+        capacity = abi.capacity_for(self.debug, gx * gy * gz, int(self.native.threads))
+        words = abi.buffer_words(capacity)
         buf = function.device.buffer(words * 4)
         view = buf.bytes_view()[: words * 4].view("uint32")
-        debug_ops.init_header(view, capacity)  # the counters; records past them are never read
+        abi.init_header(view, capacity)  # the counters; records past them are never read
         self.native(gx, gy, gz, stream, function, *rest, buf)
         if gx and gy and gz:
-            debug_ops.report(view, self.debug, self.kernel)
+            report(view, self.debug, self.kernel)

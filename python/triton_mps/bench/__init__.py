@@ -2,7 +2,7 @@
 
 On the simulator each workload runs once with the per-dispatch counters on
 (`triton_mps.set_counters`); the counted device traffic and simdgroup_matrix FLOPs are turned
-into a modeled time on each Apple chip of `chips.CHIPS` and compared with the roofline floor:
+into a modeled time on each Apple chip of `triton_mps.chips.CHIPS` and compared with the roofline floor:
 each input read once, each output written once, the FLOPs the problem requires. Targets
 (issue 10): device bytes <= 1.05x the floor for vector add, softmax and layer norm; matmul with
 >= 95% of its required FLOPs in simdgroup_matrix and traffic <= 1.25x the lower bound for its
@@ -16,7 +16,7 @@ tiles (A read once per column of tiles, B once per row of tiles, C written once)
 
 from __future__ import annotations
 
-from .chips import CHIPS, Chip, chip
+from ..chips import CHIPS, Chip, chip
 from .model import Result, run_workloads
 
 __all__ = ["CHIPS", "Chip", "Result", "chip", "run_workloads"]

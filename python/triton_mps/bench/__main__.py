@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from .chips import CHIPS, chip
+from ..chips import CHIPS, chip
 from .model import Result, run_workloads
 
 DEFAULT_CHIPS = ["M1", "M2 Max", "M4", "M4 Max", "M5"]

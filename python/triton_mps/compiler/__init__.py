@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-from . import (
-    fp64,
-    ops,  # noqa: F401  (registers every lowering)
-)
-from .abi import ArgInfo, CompiledMSL
+from . import ops  # noqa: F401  (registers every lowering)
+from .abi import ArgInfo, CompiledMSL, uses_device_fence
 from .coherence import COHERENT_HELPER, COHERENT_KEY, COHERENT_POINTERS
-from .effects import effect_threads, written_args
+from .effects import effect_threads, module_uses_debug, module_uses_locks, written_args
 from .errors import CompilationError
 from .ir import read_module
 from .lowering import SCRATCH_BUDGET, KernelState, LoweringContext, function_body
+from .mslib import fp64
 from .names import legal_kernel_name
 from .ops import debug as debug_ops
 from .ops import memory as memory_ops
@@ -67,7 +65,7 @@ def compile_ttgir(mod, *, num_warps: int, signature: dict, constants: dict, kern
                                   kernel_name=kernel_name, context=context, enable_fp_fusion=enable_fp_fusion)
 
         compiled = lower()
-        if "TMPS_DEVICE_FENCE()" not in compiled.msl:
+        if not uses_device_fence(compiled.msl):
             return compiled
         # Ordering between threadgroups: lowered again with coherent(device) pointers (coherence.py).
         # Whether a fence is emitted is known only after lowering; such kernels are rare.
@@ -105,8 +103,8 @@ def _compile_ttgir(mod, *, num_warps: int, signature: dict, constants: dict, ker
     if len(names) > len(func.args):
         names = names[: len(func.args)]
     # Bindings: one per argument (+ the debug buffer). Over Metal's 31, scalars are packed.
-    wants_debug = debug_ops.module_uses_debug(module)
-    wants_locks = memory_ops.module_uses_locks(module)
+    wants_debug = module_uses_debug(module)
+    wants_locks = module_uses_locks(module)
     hidden = int(wants_debug) + int(wants_locks)
     n_ptr = sum(isinstance(v.type, PointerType) for v in func.args)
     n_scalar = len(func.args) - n_ptr
@@ -186,7 +184,7 @@ def _compile_ttgir(mod, *, num_warps: int, signature: dict, constants: dict, ker
     ]
     out = [_PRELUDE]
     if fields:
-        # Natural alignment, in order: the launcher's packing rule (csrc/core/stream.h).
+        # Natural alignment, in order: the launcher's packing rule (csrc/launcher.h).
         out.append("struct tmps_args_t {\n" + "\n".join(fields) + "\n};")
     out += list(state.helpers.values())
     out += list(state.functions_emitted.values())
@@ -213,7 +211,7 @@ def _compile_ttgir(mod, *, num_warps: int, signature: dict, constants: dict, ker
 
 def _effect_threads_hint(state: KernelState, func, hidden_buffers: bool, lines: list[str]) -> str:
     """The simulator's hint that threads past N only duplicate lower ones (see
-    effects.effect_threads; read by csrc/core/msl_scanner.cpp), or "". Never given when the
+    effects.effect_threads; read by csrc/msl_scanner.cpp), or "". Never given when the
     kernel uses threadgroup memory, atomics, calls or the debug buffer."""
     threads = state.num_warps * 32
     if state.scratch_bytes or state.functions_emitted or state.debug_sites or hidden_buffers:

@@ -9,12 +9,13 @@ threads; the Triton grid is the grid of threadgroups. Kernel parameters, in orde
   when they (plus the debug buffer below) need more than 31 bindings, every scalar moves into
   one packed struct `constant tmps_args_t& tmps_args [[buffer(P)]]` where P = the number of
   pointers: pointers keep [[buffer(0..P-1)]] in order, the struct is `pack_scalars_at` = P
-  (layout rule in csrc/core/stream.h: natural alignment, in order). More than 31 bindings even
+  (layout rule in csrc/launcher.h: natural alignment, in order). More than 31 bindings even
   then (pointers + struct + debug buffer) is a CompilationError: Metal binds 31 buffers per
   kernel (argument buffers would lift that; not implemented);
 - when the kernel has device asserts or prints: `device uint* tmps_dbg [[buffer(D)]]`, the
   last binding (`debug["binding"]`): a host-visible record area the launcher allocates and
-  decodes after the dispatch (format in ops/debug.py). It is not a Triton argument;
+  decodes after the dispatch (format below; the decoder is backend/debug_records.py). It is
+  not a Triton argument;
 - when the kernel has 64-bit atomics: `device atomic_uint* tmps_locks [[buffer(L)]]`, after
   the debug buffer (`locks["binding"]`): a zeroed table of `locks["words"]` spin locks, one
   per device, that the launcher binds to every launch (locks are free again when a kernel
@@ -22,11 +23,17 @@ threads; the Triton grid is the grid of threadgroups. Kernel parameters, in orde
 - `uint3 tmps_pid [[threadgroup_position_in_grid]]`,
   `uint3 tmps_npid [[threadgroups_per_grid]]`,
   `uint tmps_tid [[thread_index_in_threadgroup]]`.
+
+Facts the driver reads from the MSL text itself (Triton's load_binary gets only the binary):
+the threadgroup size (`threads_marker`, the last line) and whether the kernel orders memory
+between threadgroups (`uses_device_fence`: it then asks for MSL 3.2, `msl_version_for`).
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass, field
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -59,3 +66,93 @@ class CompiledMSL:
         """JSON-friendly form stored in Triton's kernel metadata."""
         return {"args": [asdict(a) for a in self.args], "pack_scalars_at": self.pack_scalars_at,
                 "debug": self.debug, "locks": self.locks, "written": list(self.written)}
+
+
+# ---- facts in the MSL text -------------------------------------------------------------------
+
+THREADS_MARKER = "// triton-mps: threads_per_threadgroup="
+# The device-scope fence macro (ops/memory.py defines it; empty below MSL 3.2).
+DEVICE_FENCE = "TMPS_DEVICE_FENCE()"
+
+
+def threads_marker(threads: int) -> str:
+    """The MSL comment line telling load_binary the kernel's threadgroup size."""
+    return f"{THREADS_MARKER}{threads}\n"
+
+
+def threads_from_msl(msl: str) -> int:
+    """The threadgroup size recorded by threads_marker, 0 if absent (hand-written MSL)."""
+    at = msl.rfind(THREADS_MARKER)
+    if at < 0:
+        return 0
+    digits = msl[at + len(THREADS_MARKER):].split("\n", 1)[0].strip()
+    return int(digits) if digits.isdigit() else 0
+
+
+def uses_device_fence(msl: str) -> bool:
+    """Whether the kernel orders memory between threadgroups (coherence.py, docs/msl-versions.md)."""
+    return DEVICE_FENCE in msl
+
+
+def version_tuple(v: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in v.split(".") if p.isdigit())
+
+
+def msl_version_for(msl: str, available: str) -> str:
+    """The MSL version to compile `msl` with: 3.2 when it uses device-scope fences
+    (acquire/release atomics, 64-bit atomics, acquire atomic_poll) and the OS has 3.2, else 3.1
+    (macOS 14: the fences compile to nothing; docs/msl-versions.md)."""
+    if uses_device_fence(msl) and version_tuple(available) >= (3, 2):
+        return "3.2"
+    return "3.1"
+
+
+# ---- the debug record buffer (device assert and print: ops/debug.py writes, the launcher reads) --
+# 32-bit words: two regions of fixed records, each with its own counter, so prints can never
+# push an assert out (the count of failing elements is exact however much is printed). Word 0
+# counts print records reserved (atomically; records past the capacity are counted but
+# dropped), word 1 is the print capacity (set per launch: capacity_for); word 2 counts assert
+# records (= failing elements), word 3 is the assert capacity (ASSERT_CAPACITY; only the first
+# failures are kept, the count stays exact); words 4..7 are reserved. Then the print records,
+# then (from record word1) the assert records, 8 words each:
+#     site, pid.x, pid.y, pid.z, operand, element index (row-major; NO_INDEX for scalars),
+#     value bits low, value bits high
+# Sites (what each tt.assert / tt.print is: message, file, line, operand types and shapes) live
+# in the kernel's metadata (`debug["sites"]`), not in the buffer. Values: floats as fp32 bits
+# (f16/bf16 widen exactly), integers sign-extended to 64 bits (printed per the op's isSigned),
+# pointers as addresses.
+
+CAPACITY = 8192  # print records per launch at least; more when the sites' elements need more
+ASSERT_CAPACITY = 1024  # failed-assert records kept per launch (the first names the failure)
+MAX_CAPACITY = 1 << 21  # 64 MiB of records
+HEADER_WORDS = 8
+RECORD_WORDS = 8
+NO_INDEX = 0xFFFFFFFF
+PRINTS, ASSERTS = 0, 2  # header word of each region's counter (its capacity follows it)
+
+
+def buffer_words(capacity: int = CAPACITY) -> int:
+    """Words of a record buffer with `capacity` print records (and the assert region)."""
+    return HEADER_WORDS + (capacity + ASSERT_CAPACITY) * RECORD_WORDS
+
+
+def init_header(words: Any, capacity: int = CAPACITY) -> None:
+    """Zero the counters and set both capacities (the launcher, before each launch; `words`: a
+    uint32 numpy view of the buffer)."""
+    words[:HEADER_WORDS] = 0
+    words[1] = capacity
+    words[3] = ASSERT_CAPACITY
+
+
+def capacity_for(debug: dict, programs: int, threads: int) -> int:
+    """Print records one launch can produce when each print runs once per program: every
+    element of each tensor operand, every thread for a scalar (prints in loops may need more;
+    records past the capacity are counted and reported as dropped). Asserts have their own
+    region (ASSERT_CAPACITY)."""
+    per_program = 0
+    for site in debug["sites"]:
+        if site["kind"] != "print":
+            continue
+        for shape in [op["shape"] for op in site.get("operands", [])] or [[]]:
+            per_program += math.prod(int(d) for d in shape) if shape else threads
+    return int(min(max(CAPACITY, per_program * programs), MAX_CAPACITY))

@@ -1,4 +1,8 @@
-"""Which pointer arguments a kernel may write through (for read-only arrays at launch).
+"""Module analyses the compiler and launcher act on: which pointer arguments a kernel may write
+through (for read-only arrays at launch), which threads can have a side effect, and whether a
+module needs the hidden debug buffer or the 64-bit-atomics lock table (abi.py).
+
+Written arguments:
 
 A forward may-alias analysis over the TTGIR of one function, conservative by construction:
 every pointer-typed value carries the set of pointer arguments it may point into, computed to
@@ -12,8 +16,8 @@ argument. So an argument reported unwritten is never stored through.
 
 from __future__ import annotations
 
-from .ir import Block, Function, Op, Value
-from .types import PointerType, TensorType
+from .ir import Block, Function, Module, Op, Value
+from .types import PointerType, ScalarType, TensorType, elem_of
 
 # Ops that take pointers without writing through them. Pointer-typed results of these carry
 # their operands' targets; anything else with a pointer operand is treated as a write.
@@ -147,3 +151,25 @@ def effect_threads(func: Function, num_warps: int) -> int | None:
     if not all(visit(b) for b in func.blocks):
         return None
     return min(bound, threads) if bound else 1
+
+
+# ---- hidden bindings (decided before lowering: each takes a [[buffer]] binding) ----------------
+
+DEBUG_OPS = ("tt.assert", "tt.print")
+
+
+def module_uses_debug(module: Module) -> bool:
+    """Whether any function of the module has a tt.assert or tt.print (ops/debug.py)."""
+    return module.any_op(lambda op: op.name in DEBUG_OPS)
+
+
+def module_uses_locks(module: Module) -> bool:
+    """Whether any function has a 64-bit atomic (the lock table, ops/memory.py)."""
+
+    def is_atomic64(op) -> bool:
+        if op.name not in ("tt.atomic_rmw", "tt.atomic_cas") or not op.results:
+            return False
+        t = elem_of(op.results[0].type)
+        return isinstance(t, ScalarType) and t.bits == 64
+
+    return module.any_op(is_atomic64)

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 from .layout import Layout, from_linear_layout
 from .linear_layouts import layout_of
-from .types import TensorType, parse_type
+from .types import TensorType, elem_of, parse_type
 
 
 @dataclass(eq=False)
@@ -105,6 +105,23 @@ RMW_OP = {1: "and", 2: "or", 3: "xor", 4: "add", 5: "fadd", 6: "max", 7: "min", 
 PROPAGATE_NAN = {0: "none", 0xFFFF: "all"}
 ROUNDING_MODE = {0: "rtz", 1: "rtne"}
 SCALE_DOT_ELEM = {0: "e4m3", 1: "e5m2", 2: "e2m3", 3: "e3m2", 4: "e2m1", 5: "bf16", 6: "fp16"}
+# arith's CmpIPredicate / CmpFPredicate: the predicate attribute is the index in these lists
+CMPI_PREDICATES = ["eq", "ne", "slt", "sle", "sgt", "sge", "ult", "ule", "ugt", "uge"]
+CMPF_PREDICATES = ["false", "oeq", "ogt", "oge", "olt", "ole", "one", "ord",
+                   "ueq", "ugt", "uge", "ult", "ule", "une", "uno", "true"]
+
+
+def predicate(op: Op, names: list[str]) -> int:
+    """The index of an arith.cmpi / arith.cmpf predicate in `names` (CMPI_/CMPF_PREDICATES)."""
+    p = op.int_attr("predicate")
+    if p is None or not 0 <= p < len(names):
+        raise ValueError(f"cannot read predicate of {op.text!r}")
+    return p
+
+
+def involves_f64(op: Op) -> bool:
+    """An operand or result has f64 elements (software float64: ops/float64.py lowers the op)."""
+    return any(getattr(elem_of(v.type), "name", None) == "f64" for v in list(op.operands) + list(op.results))
 
 # op name -> (attribute, reader): "int", "bool", "str", "sym" (a flat symbol reference) or an
 # enum table (int -> printed name; an unknown value is kept as its number, as a string).
@@ -213,7 +230,7 @@ def _scalar_text(txt: str, t) -> object:
             if t.name == "bf16":
                 return struct.unpack("<f", struct.pack("<I", bits << 16))[0]
             if t.is_fp8:
-                from . import fp8
+                from .mslib import fp8
 
                 return fp8.decode(fp8.FORMATS[t.name], bits)
             if t.name == "f64":

@@ -39,11 +39,11 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from . import fp8, fp64
 from .emitter import Emitter
 from .errors import CompilationError, ThreadgroupMemoryError
 from .ir import Block, Function, Op, Value
 from .layout import Layout, register_map
+from .mslib import fp8, fp64
 from .types import PointerType, TensorType, elem_of
 
 if TYPE_CHECKING:
@@ -53,7 +53,7 @@ LOWERINGS: dict[str, Callable] = {}
 
 # Metal's threadgroup memory per threadgroup on every Apple GPU. Each op's exchange through the
 # shared scratch array must fit it; ops whose data is larger work in rounds (see
-# ops/layout_conversion.py `windows`).
+# scratch.py `windows`).
 SCRATCH_LIMIT = 32 * 1024
 
 
@@ -94,17 +94,40 @@ class LoopCarrier:
 LOOP_CARRIERS: list[LoopCarrier] = []
 
 
-def lowers(*names: str):
-    """Register a lowering function `fn(ctx, op)` for the given op names."""
+# Lowerings of the instances of an op that a predicate selects, consulted before LOWERINGS:
+# software float64 registers `@lowers("arith.addf", ..., when=involves_f64)` (ops/float64.py), so
+# the float lowerings never test for f64 themselves.
+GUARDED_LOWERINGS: list[tuple[Callable[[Op], bool], dict[str, Callable]]] = []
+
+
+def lowers(*names: str, when: Callable[[Op], bool] | None = None):
+    """Register a lowering function `fn(ctx, op)` for the given op names (only for the ops
+    `when(op)` selects, ahead of the unguarded lowering, when `when` is given)."""
 
     def deco(fn):
+        if when is None:
+            table = LOWERINGS
+        else:
+            table = next((t for w, t in GUARDED_LOWERINGS if w is when), None)
+            if table is None:
+                table = {}
+                GUARDED_LOWERINGS.append((when, table))
         for n in names:
-            if n in LOWERINGS:
+            if n in table:
                 raise RuntimeError(f"two lowerings registered for {n}")
-            LOWERINGS[n] = fn
+            table[n] = fn
         return fn
 
     return deco
+
+
+def lowering_of(op: Op) -> Callable | None:
+    """The lowering function of `op`: a guarded one whose predicate selects it, else the op's."""
+    for when, table in GUARDED_LOWERINGS:
+        fn = table.get(op.name)
+        if fn is not None and when(op):
+            return fn
+    return LOWERINGS.get(op.name)
 
 
 # FLOPs per element of the float ops the simulator's counters report as scalar FLOPs (an fma
@@ -352,7 +375,7 @@ class LoweringContext:
             return f"({ty.msl()}){v}"
         # floats: exact value of the type, spelled through float bits when not finite
         f = float(value)
-        if name == "f64":  # software float64: the binary64 bits (fp64.py)
+        if name == "f64":  # software float64: the binary64 bits (mslib/fp64.py)
             return fp64.literal(f)
         if name in fp8.FORMATS:  # 8-bit storage: the encoded byte (RTNE, saturating, as a cast)
             return f"(uchar)0x{fp8.encode(fp8.FORMATS[name], f):02x}u"
@@ -375,7 +398,7 @@ class LoweringContext:
 
     # ---- lowering -------------------------------------------------------------------------------
     def lower_op(self, op: Op) -> None:
-        fn = LOWERINGS.get(op.name)
+        fn = lowering_of(op)
         if fn is None:
             self.error(op, f"operation {op.name} is not supported by the Metal backend")
         prev = self.current_op

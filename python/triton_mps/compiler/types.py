@@ -14,7 +14,7 @@ class DType:
 
     mlir: str  # MLIR spelling in TTGIR ("" for types only Triton's signatures have: u32, ...)
     triton: str  # Triton signature name ("" for MLIR-only types: index)
-    msl: str  # MSL type of a value: fp8 is 8-bit storage (fp8.py), f64 binary64 bits (fp64.py)
+    msl: str  # MSL type of a value: fp8 is 8-bit storage (mslib/fp8.py), f64 binary64 bits (mslib/fp64.py)
     msl_unsigned: str  # MSL unsigned type of the same width (bit manipulation)
     bits: int
     is_float: bool

@@ -3,22 +3,22 @@
 The backend's `get_module_map()` maps `triton.language.extra.libdevice` (and the CUDA/HIP
 libdevice modules, whose names are the same) to this module, so `libdevice.tanh(x)` in a kernel
 calls `tanh` below. Each function emits `tt.extern_elementwise` with a symbol of our own
-("tmps_<name>"); the TTGIR -> MSL compiler (compiler/ops/elementwise.py, `_EXTERN`) lowers each
-symbol to a Metal expression.
+("tmps_<name>"); the TTGIR -> MSL compiler lowers each symbol through one table
+(compiler/ops/libdevice.py, `SYMBOLS`).
 
 Types: float functions take fp32, fp16 and bf16 (fp16/bf16 are computed in float and rounded
-back once, as Triton's other backends do); the functions in `_F64` also take fp64, computed in
-software float64 (compiler/fp64.py: correctly rounded, or within 1 ulp for exp/log/sin/...;
-fp64_math.py, fp64_math_ext.py, fp64_math_more.py), which covers every float64 function of CUDA's
+back once, as Triton's other backends do); the functions whose symbol has an fp64 lowering in that
+table (`_F64`) also take fp64, computed in software float64 (compiler/mslib/: correctly rounded,
+or within 1 ulp for exp/log/sin/...), which covers every float64 function of CUDA's
 libdevice (the rounding variants and conversions: below); so do
 pow(fp64, int32), ldexp/scalbn(fp64, int32), ilogb(fp64) -> int32 and llrint/llround(fp64) -> int64.
 The Bessel functions (j0, j1, y0, y1, cyl_bessel_i0, cyl_bessel_i1) take every float type and are
-computed in software float64 whatever the type (compiler/fp64_bessel.py); so are the special
+computed in software float64 whatever the type (compiler/mslib/bessel.py); so are the special
 functions erfinv, erfcinv, erfcx, normcdf, normcdfinv, lgamma, tgamma, jn, yn (and rcp64h, fp64
-only) (compiler/fp64_special.py).
+only) (compiler/mslib/erfgamma.py, bessel.py).
 The rounding-mode names (add/sub/mul/div/fma/sqrt/rcp_rz/rd/ru on fp32 and fp64, double2float_*,
 double2{int,uint,ll,ull}_*, {int,uint,ll,ull}2float_*, {int,uint,ll,ull}2double_*) are correctly
-rounded in their mode, computed in integer arithmetic (compiler/rounding.py); double_as_longlong,
+rounded in their mode, computed in integer arithmetic (compiler/mslib/rounding.py); double_as_longlong,
 longlong_as_double, hiloint2double, double2hiint/loint move bits; byte_perm, mul24, sad follow CUDA.
 Any other type combination is rejected here with the accepted combinations. A name Triton's
 libdevice has that we did not map would resolve to a function that raises a clear error when a
@@ -29,6 +29,8 @@ Return types follow CUDA's libdevice (e.g. `isnan` gives int1, `signbit` int32).
 from __future__ import annotations
 
 from triton.language import core
+
+from ..compiler.ops.libdevice import F64_SYMBOLS
 
 _F = ("fp32", "fp16", "bf16")
 
@@ -46,18 +48,8 @@ def _call(name: str, args, table: dict, _semantic, to_bool: bool = False):
     return out.to(core.int1, _semantic=_semantic) if to_bool else out
 
 
-# symbols that also take fp64 (software float64: compiler/ops/float64.py lowers them)
-_F64 = {"tmps_floor", "tmps_ceil", "tmps_trunc", "tmps_round", "tmps_rint", "tmps_fabs", "tmps_exp", "tmps_exp2",
-        "tmps_log", "tmps_log2", "tmps_sqrt", "tmps_rsqrt", "tmps_rcp", "tmps_sin", "tmps_cos", "tmps_erf",
-        "tmps_fmod", "tmps_fmin", "tmps_fmax", "tmps_copysign", "tmps_div_rn", "tmps_add", "tmps_sub", "tmps_mul",
-        "tmps_fma", "tmps_isnan", "tmps_isinf", "tmps_isfinite", "tmps_signbit",
-        # fp64_math_ext.py
-        "tmps_tan", "tmps_tanh", "tmps_sinh", "tmps_cosh", "tmps_pow", "tmps_log10", "tmps_log1p", "tmps_expm1",
-        "tmps_erfc", "tmps_cbrt", "tmps_asin", "tmps_acos", "tmps_atan", "tmps_atan2", "tmps_asinh",
-        "tmps_acosh", "tmps_atanh",
-        # fp64_math_more.py
-        "tmps_exp10", "tmps_sinpi", "tmps_cospi", "tmps_rcbrt", "tmps_remainder", "tmps_fdim", "tmps_hypot",
-        "tmps_rhypot", "tmps_nextafter", "tmps_logb", "tmps_norm3d", "tmps_rnorm3d", "tmps_norm4d", "tmps_rnorm4d"}
+# the symbols that also take fp64: those with an f64 lowering in the compiler's symbol table
+_F64 = F64_SYMBOLS
 
 
 def _same(sym: str, arity: int, types=_F) -> dict:
@@ -152,13 +144,13 @@ ldexp = _fn2("ldexp", {(t, "int32"): ("tmps_ldexp", t) for t in (*_F, "fp64")})
 scalbn = _fn2("scalbn", {(t, "int32"): ("tmps_ldexp", t) for t in (*_F, "fp64")})
 ilogb = _fn1("ilogb", {(t, ): ("tmps_ilogb", "int32") for t in (*_F, "fp64")})
 
-# ---- Bessel functions: every float type, computed in software float64 (compiler/fp64_bessel.py) ---
+# ---- Bessel functions: every float type, computed in software float64 (compiler/mslib/bessel.py) ---
 _BESSEL = {"j0": "tmps_j0", "j1": "tmps_j1", "y0": "tmps_y0", "y1": "tmps_y1",
            "cyl_bessel_i0": "tmps_i0", "cyl_bessel_i1": "tmps_i1"}
 for _name, _sym in _BESSEL.items():
     _G[_name] = _fn1(_name, {(t, ): (_sym, t) for t in (*_F, "fp64")})
 
-# ---- special functions: every float type, in software float64 (compiler/fp64_special.py) ----
+# ---- special functions: every float type, in software float64 (compiler/mslib/erfgamma.py, bessel.py) ----
 _SPECIAL = ("erfinv", "erfcinv", "erfcx", "normcdf", "normcdfinv", "lgamma", "tgamma")
 for _name in _SPECIAL:
     _G[_name] = _fn1(_name, {(t, ): (f"tmps_{_name}", t) for t in (*_F, "fp64")})
@@ -207,7 +199,7 @@ int_as_float = _fn1("int_as_float", {("int32", ): ("tmps_bitcast", "fp32")})
 uint_as_float = _fn1("uint_as_float", {("uint32", ): ("tmps_bitcast", "fp32")})
 
 
-# ---- rounding modes (compiler/rounding.py: correctly rounded in each mode, in integer arithmetic) ----
+# ---- rounding modes (compiler/mslib/rounding.py: correctly rounded in each mode, in integer arithmetic) ----
 # directed-rounding arithmetic on fp32 and fp64 (the _rn ones are above)
 for _mode in ("rz", "rd", "ru"):
     for _op, _fn in (("add", _fn2), ("sub", _fn2), ("mul", _fn2), ("div", _fn2), ("fma", _fn3),

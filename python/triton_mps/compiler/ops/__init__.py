@@ -1,3 +1,15 @@
 """Op lowerings: importing a module registers its ops in lowering.LOWERINGS."""
 
-from . import control_flow, debug, dot, dot_scaled, elementwise, layout_conversion, memory, reduce, shape  # noqa: F401
+from . import (  # noqa: F401
+    control_flow,
+    debug,
+    dot,
+    dot_scaled,
+    elementwise,
+    float64,
+    layout_conversion,
+    libdevice,
+    memory,
+    reduce,
+    shape,
+)

@@ -7,6 +7,7 @@ are carried its way instead."""
 
 from __future__ import annotations
 
+from ..effects import module_uses_debug, module_uses_locks
 from ..ir import Op
 from ..lowering import LOOP_CARRIERS, LoweringContext, function_body, lowers
 from ..types import TensorType
@@ -154,9 +155,6 @@ def _callee_symbol(state, func) -> str:
 def _emit_callee(ctx: LoweringContext, op: Op, func) -> dict:
     """Emit a noinline function once (per kernel) as an MSL function; returns its signature
     record: name, registers per argument / result, whether it takes the debug buffer."""
-    from .debug import module_uses_debug
-    from .memory import module_uses_locks
-
     state = ctx.state
     fname = _callee_symbol(state, func)
     sig = state.function_sigs.get(fname)

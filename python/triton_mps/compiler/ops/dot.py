@@ -39,13 +39,13 @@ from __future__ import annotations
 import os
 from contextlib import nullcontext
 
-from .. import fp64
 from ..ir import Op, Value
 from ..layout import Layout
 from ..lowering import LOOP_CARRIERS, STAGES_FROM_SOURCE, LoopCarrier, LoweringContext, lowers, scratch_limit
+from ..mslib import fp64
+from ..mslib.fp8 import fp8_to_float
+from ..scratch import row_major
 from ..types import ScalarType, elem_of
-from .elementwise import fp8_to_float
-from .layout_conversion import row_major
 
 ENV = "TRITON_MPS_DOT"
 # The register FMA path is fully unrolled (one line per register and k): beyond this many FMAs

@@ -18,11 +18,11 @@ from __future__ import annotations
 
 import math
 
-from .. import fp8
 from ..ir import Op
 from ..lowering import LoweringContext, lowers, scratch_limit
+from ..mslib import fp8
+from ..scratch import scratch_bytes
 from ..types import ScalarType, TensorType, elem_of
-from .layout_conversion import _size
 
 _E2M1 = """inline float tmps_e2m1_to_f32(uint nib) {
   // s.ee.m, bias 1: 0, 0.5, 1, 1.5, 2, 3, 4, 6
@@ -62,7 +62,7 @@ class _Operand:
                 ctx.error(op, f"dot_scaled operand of format {fmt} has element type {t}")
         elif isinstance(t, ScalarType) and t.bits != 8:
             ctx.error(op, f"dot_scaled operand of format {fmt} has element type {t} (expected 8-bit)")
-        self.ebytes = _size(self.msl)
+        self.ebytes = scratch_bytes(self.msl)
 
     @property
     def K(self) -> int:

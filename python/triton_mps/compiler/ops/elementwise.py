@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import re
 
-from .. import fp8
-from ..ir import Op
+from ..ir import CMPF_PREDICATES, CMPI_PREDICATES, Op, predicate
 from ..lowering import LoweringContext, lowers
+from ..mslib import fp8
+from ..mslib.fp8 import float_to_fp8, fp8_to_float
+from ..mslib.registry import use, use_called
 from ..types import PointerType, ScalarType, TensorType, elem_of
-from . import bessel, float64, rounding, special
-from .float64 import involves_f64
 
 # ---------------------------------------------------------------------------------------------
 # helpers
@@ -29,21 +29,7 @@ def _is_small_float(t) -> bool:
     return isinstance(t, ScalarType) and (t.name in ("f16", "bf16") or t.name in fp8.FORMATS)
 
 
-def fp8_to_float(ctx: LoweringContext, t: ScalarType, x: str) -> str:
-    """An fp8 byte `x` of type `t` as a float (exact)."""
-    name, text = fp8.to_f32_helper(fp8.FORMATS[t.name])
-    ctx.e.helper(name, text)
-    return f"{name}({x})"
-
-
-def float_to_fp8(ctx: LoweringContext, t: ScalarType, x: str, rounding: str = "rtne") -> str:
-    """A float expression `x` rounded to fp8 type `t` (`rounding` "rtne" or "rtz", saturating)."""
-    name, text = fp8.from_f32_helper(fp8.FORMATS[t.name], rounding)
-    ctx.e.helper(name, text)
-    return f"{name}({x})"
-
-
-def _f(ctx, v, r) -> str:
+def as_float(ctx, v, r) -> str:
     """Operand as float arithmetic input (half/bfloat/fp8 widened to float)."""
     x = ctx.expr(v, r)
     t = _ety(v)
@@ -51,11 +37,11 @@ def _f(ctx, v, r) -> str:
         return fp8_to_float(ctx, t, x)
     if isinstance(t, ScalarType) and t.name == "f64":  # ulong bits: never native arithmetic
         ctx.error(None, "float64 operands of this operation are not supported (software float64 covers "
-                        "arithmetic, comparisons, conversions and the math functions listed in compiler/fp64.py)")
+                        "arithmetic, comparisons, conversions and the math functions listed in compiler/mslib/fp64.py)")
     return f"(float){x}" if _is_small_float(t) else x
 
 
-def _back(ctx: LoweringContext, t: ScalarType, x: str) -> str:
+def round_back(ctx: LoweringContext, t: ScalarType, x: str) -> str:
     """A float result `x` rounded back to the narrow type `t` (RTNE)."""
     if isinstance(t, ScalarType) and t.is_fp8:
         return float_to_fp8(ctx, t, x)
@@ -70,7 +56,7 @@ def _helper(ctx: LoweringContext, key: str, text: str) -> None:
     ctx.e.helper(key, text)
 
 
-def _define_map(ctx, op, fn, hint=None):
+def define_map(ctx, op, fn, hint=None):
     res = op.results[0]
     ctx.define(res, fn, hint=hint or ctx.hint(res, op.name.split(".")[-1]))
 
@@ -143,8 +129,6 @@ def _negated(x: str) -> str:
 
 @lowers(*_FBIN)
 def float_binary(ctx, op):
-    if involves_f64(op):
-        return float64.lower(ctx, op)
     a, b = op.operands
     res = op.results[0]
     t = _ety(res)
@@ -153,7 +137,7 @@ def float_binary(ctx, op):
         # Its user emits fma(a, b, c): the product is not rounded (enable_fp_fusion). The
         # binding is never emitted on its own: the mulf has no other use.
         ctx.state.fused_muls[res.id] = (a, b)
-        ctx.bind(res, [f"({_f(ctx, a, r)} * {_f(ctx, b, r)})" for r in range(ctx.num_regs(res))])
+        ctx.bind(res, [f"({as_float(ctx, a, r)} * {as_float(ctx, b, r)})" for r in range(ctx.num_regs(res))])
         return
     if op.name in ("arith.addf", "arith.subf"):
         for i, m in enumerate((a, b)):
@@ -165,97 +149,71 @@ def float_binary(ctx, op):
             # x*y + c, x*y - c = fma(x, y, -c), c - x*y = fma(-x, y, c): one rounding each.
             neg_c = op.name == "arith.subf" and i == 0
             neg_x = op.name == "arith.subf" and i == 1
-            _define_map(ctx, op, lambda r, x=x, y=y, c=c, neg_c=neg_c, neg_x=neg_x: _back(
-                ctx, t, f"fma({_negated(_f(ctx, x, r)) if neg_x else _f(ctx, x, r)}, {_f(ctx, y, r)}, "
-                        f"{_negated(_f(ctx, c, r)) if neg_c else _f(ctx, c, r)})"), hint="fma")
+            define_map(ctx, op, lambda r, x=x, y=y, c=c, neg_c=neg_c, neg_x=neg_x: round_back(
+                ctx, t, f"fma({_negated(as_float(ctx, x, r)) if neg_x else as_float(ctx, x, r)}, "
+                        f"{as_float(ctx, y, r)}, "
+                        f"{_negated(as_float(ctx, c, r)) if neg_c else as_float(ctx, c, r)})"), hint="fma")
             return
-    _define_map(ctx, op, lambda r: _back(ctx, t, f"{_f(ctx, a, r)} {sym} {_f(ctx, b, r)}"))
+    define_map(ctx, op, lambda r: round_back(ctx, t, f"{as_float(ctx, a, r)} {sym} {as_float(ctx, b, r)}"))
 
 
 @lowers("tt.precise_divf")
 def precise_div(ctx, op):
-    if involves_f64(op):
-        return float64.lower(ctx, op)
     a, b = op.operands
     t = _ety(op.results[0])
-    _define_map(ctx, op, lambda r: _back(ctx, t, f"precise::divide({_f(ctx, a, r)}, {_f(ctx, b, r)})"), hint="div")
+    define_map(ctx, op, lambda r: round_back(ctx, t, f"precise::divide({as_float(ctx, a, r)}, {as_float(ctx, b, r)})"),
+               hint="div")
 
 
 @lowers("tt.precise_sqrt")
 def precise_sqrt(ctx, op):
-    if involves_f64(op):
-        return float64.lower(ctx, op)
     (a,) = op.operands
     t = _ety(op.results[0])
-    _define_map(ctx, op, lambda r: _back(ctx, t, f"precise::sqrt({_f(ctx, a, r)})"), hint="sqrt")
+    define_map(ctx, op, lambda r: round_back(ctx, t, f"precise::sqrt({as_float(ctx, a, r)})"), hint="sqrt")
 
 
 @lowers("arith.remf")
 def remf(ctx, op):
-    if involves_f64(op):
-        return float64.lower(ctx, op)
     a, b = op.operands
     t = _ety(op.results[0])
-    _define_map(ctx, op, lambda r: _back(ctx, t, f"fmod({_f(ctx, a, r)}, {_f(ctx, b, r)})"), hint="rem")
+    define_map(ctx, op, lambda r: round_back(ctx, t, f"fmod({as_float(ctx, a, r)}, {as_float(ctx, b, r)})"), hint="rem")
 
 
 @lowers("arith.negf")
 def negf(ctx, op):
-    if involves_f64(op):
-        return float64.lower(ctx, op)
     (a,) = op.operands
     t = _ety(op.results[0])
-    _define_map(ctx, op, lambda r: f"-{ctx.expr(a, r)}" if not _is_small_float(t)
-                else _back(ctx, t, f"-{_f(ctx, a, r)}"), hint="neg")
-
-
-_MAXIMUM = """inline float tmps_maximumf(float a, float b) {
-  // NaN-propagating maximum; -0 < +0 (LLVM `maximum`).
-  if (a != a) return a;
-  if (b != b) return b;
-  if (a == b) return as_type<uint>(a) & 0x80000000u ? b : a;
-  return a > b ? a : b;
-}
-inline float tmps_minimumf(float a, float b) {
-  if (a != a) return a;
-  if (b != b) return b;
-  if (a == b) return as_type<uint>(a) & 0x80000000u ? a : b;
-  return a < b ? a : b;
-}
-"""
+    define_map(ctx, op, lambda r: f"-{ctx.expr(a, r)}" if not _is_small_float(t)
+                else round_back(ctx, t, f"-{as_float(ctx, a, r)}"), hint="neg")
 
 
 @lowers("arith.maximumf", "arith.minimumf", "arith.maxnumf", "arith.minnumf")
 def float_minmax(ctx, op):
-    if involves_f64(op):
-        return float64.lower(ctx, op)
     a, b = op.operands
     t = _ety(op.results[0])
     if op.name in ("arith.maximumf", "arith.minimumf"):
-        _helper(ctx, "maximumf", _MAXIMUM)
+        use(ctx, "maximumf")  # mslib/fp32.py
         fn = "tmps_" + op.name.split(".")[1]
     else:
         fn = "fmax" if op.name == "arith.maxnumf" else "fmin"
-    _define_map(ctx, op, lambda r: _back(ctx, t, f"{fn}({_f(ctx, a, r)}, {_f(ctx, b, r)})"),
+    define_map(ctx, op, lambda r: round_back(ctx, t, f"{fn}({as_float(ctx, a, r)}, {as_float(ctx, b, r)})"),
                 hint=fn.replace("tmps_", ""))
 
 
 @lowers("tt.clampf")
 def clampf(ctx, op):
-    if involves_f64(op):
-        return float64.lower(ctx, op)
     x, lo, hi = op.operands
     t = _ety(op.results[0])
     prop = op.attrs.get("propagateNan", "")
 
     def reg(r):
-        xf = _f(ctx, x, r)
-        core = f"fmin(fmax({xf}, {_f(ctx, lo, r)}), {_f(ctx, hi, r)})"
+        xf = as_float(ctx, x, r)
+        core = f"fmin(fmax({xf}, {as_float(ctx, lo, r)}), {as_float(ctx, hi, r)})"
         if prop == "all":
             core = f"({xf} != {xf} ? {xf} : {core})"
-        return _back(ctx, t, core)
+        return round_back(ctx, t, core)
 
-    _define_map(ctx, op, reg, hint="clamp")
+    define_map(ctx, op, reg, hint="clamp")
 
 
 # math functions: name -> (MSL expression template over float `{0}`, `{1}`, `{2}`)
@@ -273,285 +231,17 @@ _MATH_F = {
     "math.copysign": "copysign({0}, {1})",
 }
 
-# Metal lacks erf, log1p, expm1 and cbrt: our own versions (float).
-_FLOAT_HELPERS = {
-    "tmps_erf": """inline float tmps_erf(float x) {
-  // erfc by a Chebyshev fit (fractional error < 1.2e-7), erf = 1 - erfc; small |x| by series.
-  float z = fabs(x);
-  if (z < 0.5f) {
-    float z2 = x * x;
-    return x * (1.1283791671f + z2 * (-0.3761263890f + z2 * (0.1128379167f +
-                z2 * (-0.0268661706f + z2 * 0.0052239776f))));
-  }
-  float t = 1.0f / (1.0f + 0.5f * z);
-  float r = t * exp(-z * z - 1.26551223f + t * (1.00002368f + t * (0.37409196f + t * (0.09678418f +
-            t * (-0.18628806f + t * (0.27886807f + t * (-1.13520398f + t * (1.48851587f +
-            t * (-0.82215223f + t * 0.17087277f)))))))));
-  return x >= 0.0f ? 1.0f - r : r - 1.0f;
-}
-""",
-    "tmps_log1p": """inline float tmps_log1p(float x) {
-  float u = 1.0f + x;
-  if (u == 1.0f || u == INFINITY) return u == 1.0f ? x : u;  // log1p(-inf) stays NaN below
-  return log(u) * (x / (u - 1.0f));
-}
-""",
-    "tmps_expm1": """inline float tmps_expm1(float x) {
-  if (fabs(x) < 1e-5f) return x + 0.5f * x * x;
-  float u = exp(x);
-  if (u == 1.0f) return x;
-  float um1 = u - 1.0f;
-  if (um1 == -1.0f) return -1.0f;
-  if (isinf(u)) return u;
-  return um1 * x / log(u);
-}
-""",
-    "tmps_cbrt": """inline float tmps_cbrt(float x) {
-  if (x == 0.0f || isinf(x) || x != x) return x;
-  float y = copysign(pow(fabs(x), 1.0f / 3.0f), x);
-  return y - (y * y * y - x) / (3.0f * y * y);  // one Newton step
-}
-""",
-}
-
-
-def _use_helpers(ctx, template: str) -> None:
-    """Emit the program-scope helpers `template` calls (tmps_erf before tmps_erfc, which uses it)."""
-    for name, text in list(_FLOAT_HELPERS.items()) + list(_EXTERN_HELPERS.items()):
-        if name + "(" in template:
-            if name == "tmps_erfc":
-                _helper(ctx, "tmps_erf", _FLOAT_HELPERS["tmps_erf"])
-            _helper(ctx, name, text)
-
-
 def _math_expr(ctx, template: str, args: list[str]) -> str:
-    _use_helpers(ctx, template)
+    use_called(ctx, template)  # the float helpers it calls (mslib/fp32.py)
     return template.format(*args)
 
 
 @lowers(*_MATH_F)
 def float_math(ctx, op):
-    if involves_f64(op):
-        return float64.lower(ctx, op)
     t = _ety(op.results[0])
     tpl = _MATH_F[op.name]
-    _define_map(ctx, op, lambda r: _back(ctx, t, _math_expr(ctx, tpl, [_f(ctx, a, r) for a in op.operands])),
+    define_map(ctx, op, lambda r: round_back(ctx, t, _math_expr(ctx, tpl, [as_float(ctx, a, r) for a in op.operands])),
                 hint=op.name.split(".")[1])
-
-
-# tt.extern_elementwise: the symbols of triton_mps/language/libdevice.py (what `tl.extra.libdevice`
-# resolves to on this backend) -> Metal expressions. Float symbols get their float arguments
-# widened to float ({0}, {1}, {2}) and their float result rounded back to half/bfloat once.
-# precise:: where Triton expects IEEE-like results (kernels may be built with fast math on Mac);
-# fast:: only for the fast_* names. {T} is the result's MSL type, {UA} arg 0's unsigned type.
-_EXTERN = {
-    "tmps_floor": "floor({0})", "tmps_ceil": "ceil({0})", "tmps_trunc": "trunc({0})", "tmps_round": "round({0})",
-    "tmps_rint": "rint({0})", "tmps_fabs": "fabs({0})", "tmps_saturate": "fmin(fmax({0}, 0.0f), 1.0f)",
-    "tmps_exp": "precise::exp({0})", "tmps_exp2": "precise::exp2({0})", "tmps_exp10": "precise::exp10({0})",
-    "tmps_log": "precise::log({0})", "tmps_log2": "precise::log2({0})", "tmps_log10": "precise::log10({0})",
-    "tmps_sqrt": "precise::sqrt({0})", "tmps_rsqrt": "precise::rsqrt({0})", "tmps_rcp": "precise::divide(1.0f, {0})",
-    "tmps_sin": "precise::sin({0})", "tmps_cos": "precise::cos({0})", "tmps_tan": "precise::tan({0})",
-    "tmps_sinpi": "precise::sinpi({0})", "tmps_cospi": "precise::cospi({0})", "tmps_asin": "precise::asin({0})",
-    "tmps_acos": "precise::acos({0})", "tmps_atan": "precise::atan({0})", "tmps_sinh": "precise::sinh({0})",
-    "tmps_cosh": "precise::cosh({0})", "tmps_tanh": "precise::tanh({0})", "tmps_asinh": "precise::asinh({0})",
-    "tmps_acosh": "precise::acosh({0})", "tmps_atanh": "precise::atanh({0})",
-    "tmps_expm1": "tmps_expm1({0})", "tmps_log1p": "tmps_log1p({0})", "tmps_erf": "tmps_erf({0})",
-    "tmps_erfc": "tmps_erfc({0})", "tmps_cbrt": "tmps_cbrt({0})", "tmps_rcbrt": "precise::divide(1.0f, tmps_cbrt({0}))",
-    "tmps_fast_exp": "fast::exp({0})", "tmps_fast_exp10": "fast::exp10({0})", "tmps_fast_log": "fast::log({0})",
-    "tmps_fast_log2": "fast::log2({0})", "tmps_fast_log10": "fast::log10({0})", "tmps_fast_sin": "fast::sin({0})",
-    "tmps_fast_cos": "fast::cos({0})", "tmps_fast_tan": "fast::tan({0})", "tmps_fast_tanh": "fast::tanh({0})",
-    "tmps_pow": "precise::pow({0}, {1})", "tmps_powi": "tmps_powi({0}, {1})", "tmps_atan2": "precise::atan2({0}, {1})",
-    "tmps_fmod": "fmod({0}, {1})", "tmps_remainder": "tmps_remainder({0}, {1})", "tmps_fmin": "fmin({0}, {1})",
-    "tmps_fmax": "fmax({0}, {1})", "tmps_copysign": "copysign({0}, {1})", "tmps_fdim": "fdim({0}, {1})",
-    "tmps_hypot": "tmps_norm4f({0}, {1}, 0.0f, 0.0f, false)", "tmps_rhypot": "tmps_norm4f({0}, {1}, 0.0f, 0.0f, true)",
-    "tmps_nextafter": "tmps_nextafter({0}, {1})", "tmps_div_rn": "precise::divide({0}, {1})",
-    "tmps_fast_divide": "fast::divide({0}, {1})", "tmps_fast_pow": "fast::pow({0}, {1})",
-    "tmps_add": "({0} + {1})", "tmps_sub": "({0} - {1})", "tmps_mul": "({0} * {1})",
-    "tmps_fma": "fma({0}, {1}, {2})", "tmps_ldexp": "ldexp({0}, {1})", "tmps_logb": "tmps_logb({0})",
-    "tmps_norm3d": "tmps_norm4f({0}, {1}, {2}, 0.0f, false)", "tmps_rnorm3d": "tmps_norm4f({0}, {1}, {2}, 0.0f, true)",
-    "tmps_norm4d": "tmps_norm4f({0}, {1}, {2}, {3}, false)", "tmps_rnorm4d": "tmps_norm4f({0}, {1}, {2}, {3}, true)",
-    # float -> int / bool-like int
-    "tmps_ilogb": "tmps_ilogb({0})", "tmps_isnan": "isnan({0})", "tmps_isinf": "isinf({0})",
-    "tmps_isfinite": "isfinite({0})", "tmps_signbit": "signbit({0})",
-    "tmps_f2i_rint": "tmps_f2i_{T}(rint({0}))", "tmps_f2i_trunc": "tmps_f2i_{T}(trunc({0}))",
-    "tmps_f2i_floor": "tmps_f2i_{T}(floor({0}))", "tmps_f2i_ceil": "tmps_f2i_{T}(ceil({0}))",
-    "tmps_f2i_round": "tmps_f2i_{T}(round({0}))", "tmps_f2u_rint": "tmps_f2u_{T}(rint({0}))",
-    "tmps_f2u_trunc": "tmps_f2u_{T}(trunc({0}))", "tmps_f2u_floor": "tmps_f2u_{T}(floor({0}))",
-    "tmps_f2u_ceil": "tmps_f2u_{T}(ceil({0}))",
-    # integers (raw arguments)
-    "tmps_iabs": "{0} < 0 ? ({UA})0 - ({UA}){0} : ({UA}){0}", "tmps_clz": "clz(({UA}){0})",
-    "tmps_popc": "popcount(({UA}){0})", "tmps_ffs": "{0} == 0 ? 0 : (int)ctz(({UA}){0}) + 1",
-    "tmps_brev": "reverse_bits(({UA}){0})", "tmps_mulhi": "mulhi({0}, {1})",
-    "tmps_umulhi": "mulhi(({UA}){0}, ({UA}){1})",
-    "tmps_hadd": "({0} >> 1) + ({1} >> 1) + ({0} & {1} & 1)",
-    "tmps_rhadd": "({0} >> 1) + ({1} >> 1) + (({0} | {1}) & 1)",
-    "tmps_uhadd": "(({UA}){0} >> 1) + (({UA}){1} >> 1) + (({UA}){0} & ({UA}){1} & 1u)",
-    "tmps_urhadd": "(({UA}){0} >> 1) + (({UA}){1} >> 1) + ((({UA}){0} | ({UA}){1}) & 1u)",
-    "tmps_i2f": "(float){0}", "tmps_u2f": "(float)({UA}){0}", "tmps_bitcast": "as_type<{T}>({0})",
-    # CUDA's __byte_perm, __[u]mul24 (24-bit operands: signed ones sign-extended from bit 23), __[u]sad
-    "tmps_byte_perm": "tmps_byte_perm((uint){0}, (uint){1}, (uint){2})",
-    "tmps_mul24": "(uint)((int)((uint){0} << 8) >> 8) * (uint)((int)((uint){1} << 8) >> 8)",
-    "tmps_umul24": "((uint){0} & 0xffffffu) * ((uint){1} & 0xffffffu)",
-    "tmps_sad": "({0} < {1} ? (uint){1} - (uint){0} : (uint){0} - (uint){1}) + (uint){2}",
-    "tmps_usad": "((uint){0} < (uint){1} ? (uint){1} - (uint){0} : (uint){0} - (uint){1}) + (uint){2}",
-}
-
-_EXTERN_HELPERS = {
-    "tmps_byte_perm": """inline uint tmps_byte_perm(uint x, uint y, uint s) {
-  // byte n of the result is byte s<4n+2:4n> of the 8 bytes {y, x} (x the low 4)
-  ulong v = ((ulong)y << 32) | (ulong)x;
-  uint r = 0u;
-  for (uint n = 0u; n < 4u; ++n) r |= (uint)((v >> (((s >> (4u * n)) & 7u) * 8u)) & 0xfful) << (8u * n);
-  return r;
-}
-""",
-    "tmps_erfc": """inline float tmps_erfc(float x) {
-  // Same fit as tmps_erf, kept as erfc for x >= 0.5 so that the tail keeps its relative accuracy.
-  float z = fabs(x);
-  if (z < 0.5f) return 1.0f - tmps_erf(x);
-  float t = 1.0f / (1.0f + 0.5f * z);
-  float r = t * exp(-z * z - 1.26551223f + t * (1.00002368f + t * (0.37409196f + t * (0.09678418f +
-            t * (-0.18628806f + t * (0.27886807f + t * (-1.13520398f + t * (1.48851587f +
-            t * (-0.82215223f + t * 0.17087277f)))))))));
-  return x >= 0.0f ? r : 2.0f - r;
-}
-""",
-    "tmps_powi": """inline float tmps_powi(float x, int n) {
-  // by squaring, as CUDA's powi; 1/x^|n| for negative n
-  uint m = n < 0 ? 0u - (uint)n : (uint)n;
-  float r = 1.0f, b = x;
-  while (m != 0u) { if (m & 1u) r *= b; b *= b; m >>= 1; }
-  return n < 0 ? 1.0f / r : r;
-}
-""",
-    "tmps_remainder": """inline float tmps_remainder(float x, float y) {
-  // IEEE remainder: x - n*y with n = x/y rounded to nearest even, from the exact fmod.
-  if (x != x || y != y || isinf(x) || y == 0.0f) return NAN;
-  if (isinf(y)) return x;
-  float ay = fabs(y);
-  float r = fmod(fabs(x), ay);  // exact, in [0, |y|)
-  float n_odd = fmod(fabs(x) - r, 2.0f * ay) != 0.0f ? 1.0f : 0.0f;  // only matters for a tie
-  float two_r = 2.0f * r;
-  if (two_r > ay || (two_r == ay && n_odd != 0.0f)) r -= ay;
-  return copysign(1.0f, x) * r;
-}
-""",
-    "tmps_nextafter": """inline float tmps_nextafter(float x, float y) {
-  if (x != x || y != y) return x + y;
-  if (x == y) return y;
-  if (x == 0.0f) return copysign(as_type<float>(1u), y);
-  uint u = as_type<uint>(x);
-  u = ((x < y) == (x > 0.0f)) ? u + 1u : u - 1u;
-  return as_type<float>(u);
-}
-""",
-    "tmps_logb": """inline float tmps_logb(float x) {
-  // the exponent as a float: logb(0) = -inf, logb(+-inf) = +inf, NaN -> NaN
-  if (x != x) return x;
-  if (x == 0.0f) return -INFINITY;
-  if (isinf(x)) return INFINITY;
-  uint e = (as_type<uint>(x) >> 23) & 0xffu;
-  if (e != 0u) return (float)((int)e - 127);
-  return (float)(-118 - (int)clz(as_type<uint>(x) & 0x7fffffu));  // subnormal
-}
-""",
-    "tmps_norm4f": """inline float tmps_norm4f(float a, float b, float c, float d, bool recip) {
-  // sqrt(a^2 + b^2 + c^2 + d^2) (or 1 / it): the arguments scaled exactly by 2^-e (the largest in
-  // [1, 2)), the sum of squares as a float-float (exact squares by fma), its square root (and
-  // reciprocal) corrected once, scaled back. An infinite argument wins over NaN (as hypot).
-  a = fabs(a); b = fabs(b); c = fabs(c); d = fabs(d);
-  if (isinf(a) || isinf(b) || isinf(c) || isinf(d)) return recip ? 0.0f : INFINITY;
-  if (a != a || b != b || c != c || d != d) return NAN;
-  float m = fmax(fmax(a, b), fmax(c, d));
-  if (m == 0.0f) return recip ? INFINITY : 0.0f;
-  uint mb = as_type<uint>(m) >> 23;
-  int e = mb == 0u ? -126 : (int)mb - 127;
-  float v[4] = {ldexp(d, -e), ldexp(c, -e), ldexp(b, -e), ldexp(a, -e)};
-  float sh = 0.0f, sl = 0.0f;
-  for (int i = 0; i < 4; ++i) {
-    float p = v[i] * v[i], pe = fma(v[i], v[i], -p);
-    float s = sh + p, bb = s - sh;
-    sl += ((sh - (s - bb)) + (p - bb)) + pe;  // two-sum error + the square's error
-    sh = s;
-  }
-  float s = sh + sl;
-  sl = sl - (s - sh);
-  sh = s;
-  float r = sqrt(sh);
-  float rc = (fma(-r, r, sh) + sl) / (2.0f * r);  // r + rc = sqrt(sh + sl) to ~2^-45
-  if (!recip) return ldexp(r + rc, e);
-  float y = 1.0f / r;
-  float t = fma(-y, r, 1.0f) - y * rc;  // 1 - y (r + rc)
-  return ldexp(fma(y, t, y), -e);
-}
-""",
-    "tmps_ilogb": """inline int tmps_ilogb(float x) {
-  // CUDA's conventions: ilogb(0) = ilogb(NaN) = INT_MIN, ilogb(inf) = INT_MAX
-  if (x != x || x == 0.0f) return (int)0x80000000u;
-  if (isinf(x)) return 0x7fffffff;
-  uint e = (as_type<uint>(x) >> 23) & 0xffu;
-  if (e != 0u) return (int)e - 127;
-  return -118 - (int)clz(as_type<uint>(x) & 0x7fffffu);  // subnormal: m * 2^-149
-}
-""",
-}
-
-
-def _f2i_helper(ctx, t: ScalarType, signed: bool) -> None:
-    """Float -> integer that saturates and maps NaN to 0 (CUDA's float2int_* semantics).
-    `t` is the signless result type; `signed` says how to read the integer range."""
-    s, u, bits = t.msl(), t.msl_unsigned(), t.bits
-    lo = f"-{float(2 ** (bits - 1))!r}f" if signed else "0.0f"
-    hi = f"{float(2 ** (bits - 1 if signed else bits))!r}f"
-    lo_val = f"({s})(({u})1 << {bits - 1})" if signed else f"({s})0"
-    hi_val = f"({s})~{lo_val}" if signed else f"({s})~({u})0"
-    kind = "f2i" if signed else "f2u"
-    conv = f"({s})r" if signed else f"({s})({u})r"
-    _helper(ctx, f"{kind}_{s}", f"""inline {s} tmps_{kind}_{s}(float r) {{
-  if (r != r) return 0;
-  if (r >= {hi}) return {hi_val};
-  if (r <= {lo}) return {lo_val};
-  return {conv};
-}}
-""")
-
-
-def _extern_expr(ctx, op, tpl: str, r: int) -> str:
-    args = [_f(ctx, a, r) for a in op.operands]
-    t = _ety(op.results[0])
-    a0 = _ety(op.operands[0])
-    _use_helpers(ctx, tpl)
-    if "tmps_f2i_" in tpl or "tmps_f2u_" in tpl:
-        _f2i_helper(ctx, t, "tmps_f2i_" in tpl)
-    ua = a0.msl_unsigned() if isinstance(a0, ScalarType) and not a0.is_float else ""
-    return tpl.format(*args, T=t.msl(), UA=ua)
-
-
-@lowers("tt.extern_elementwise")
-def extern_elementwise(ctx, op):
-    sym = op.attrs.get("symbol", "")
-    if sym in bessel.SYMBOLS:  # every float type, in software float64
-        return bessel.lower(ctx, op)
-    if sym in special.SYMBOLS:  # the same, compiler/ops/special.py
-        return special.lower(ctx, op)
-    if sym in rounding.SYMBOLS:  # rounding modes, compiler/ops/rounding.py
-        return rounding.lower(ctx, op)
-    if involves_f64(op):
-        return float64.lower(ctx, op)
-    tpl = _EXTERN.get(sym)
-    if tpl is None:
-        hint = ""
-        if sym.startswith(("__nv_", "__ocml_")):
-            hint = ": a CUDA/HIP library symbol; call tl.extra.libdevice.<fn>, which this backend maps to Metal"
-        else:
-            hint = ": not a libdevice function this backend maps to Metal"
-        ctx.error(op, f"extern function '{sym}'{hint}")
-    res = op.results[0]
-    t = _ety(res)
-    if t.is_float:
-        _define_map(ctx, op, lambda r: _back(ctx, t, _extern_expr(ctx, op, tpl, r)), hint=sym[5:])
-    else:
-        _define_map(ctx, op, lambda r: f"({t.msl()})({_extern_expr(ctx, op, tpl, r)})", hint=sym[5:])
 
 
 # ---------------------------------------------------------------------------------------------
@@ -569,11 +259,11 @@ def int_arith(ctx, op):
     sym = {"arith.addi": "+", "arith.subi": "-", "arith.muli": "*"}[op.name]
     if t.name == "i1":
         fn = {"+": "!=", "-": "!=", "*": "&&"}[sym]
-        _define_map(ctx, op, lambda r: f"{ctx.expr(a, r)} {fn} {ctx.expr(b, r)}")
+        define_map(ctx, op, lambda r: f"{ctx.expr(a, r)} {fn} {ctx.expr(b, r)}")
     elif t.bits >= 32:
-        _define_map(ctx, op, lambda r: _wrap(t, f"{_u(t, ctx.expr(a, r))} {sym} {_u(t, ctx.expr(b, r))}"))
+        define_map(ctx, op, lambda r: _wrap(t, f"{_u(t, ctx.expr(a, r))} {sym} {_u(t, ctx.expr(b, r))}"))
     else:
-        _define_map(ctx, op, lambda r: f"({t.msl()})({ctx.expr(a, r)} {sym} {ctx.expr(b, r)})")
+        define_map(ctx, op, lambda r: f"({t.msl()})({ctx.expr(a, r)} {sym} {ctx.expr(b, r)})")
 
 
 @lowers("arith.andi", "arith.ori", "arith.xori")
@@ -583,9 +273,9 @@ def int_bitwise(ctx, op):
     sym = {"arith.andi": "&", "arith.ori": "|", "arith.xori": "^"}[op.name]
     if t.name == "i1":
         sym = {"&": "&&", "|": "||", "^": "!="}[sym]
-        _define_map(ctx, op, lambda r: f"{ctx.expr(a, r)} {sym} {ctx.expr(b, r)}")
+        define_map(ctx, op, lambda r: f"{ctx.expr(a, r)} {sym} {ctx.expr(b, r)}")
     else:
-        _define_map(ctx, op, lambda r: f"({t.msl()})({ctx.expr(a, r)} {sym} {ctx.expr(b, r)})")
+        define_map(ctx, op, lambda r: f"({t.msl()})({ctx.expr(a, r)} {sym} {ctx.expr(b, r)})")
 
 
 @lowers("arith.shli", "arith.shrsi", "arith.shrui")
@@ -604,7 +294,7 @@ def shifts(ctx, op):
             return f"{amt} < {n}u ? ({t.msl()})(({ut}){x} >> {amt}) : ({t.msl()})0"
         return f"({t.msl()})({x} >> ({amt} < {n}u ? {amt} : {n - 1}u))"
 
-    _define_map(ctx, op, reg, hint=op.name.split(".")[1])
+    define_map(ctx, op, reg, hint=op.name.split(".")[1])
 
 
 def _div_helpers(ctx, t: ScalarType) -> str:
@@ -645,7 +335,7 @@ def int_div(ctx, op):
         ctx.error(op, "division of i1 values is not supported")
     s = _div_helpers(ctx, t)
     fn = f"tmps_{op.name.split('.')[1]}_{s}"
-    _define_map(ctx, op, lambda r: f"{fn}({ctx.expr(a, r)}, {ctx.expr(b, r)})", hint=op.name.split(".")[1])
+    define_map(ctx, op, lambda r: f"{fn}({ctx.expr(a, r)}, {ctx.expr(b, r)})", hint=op.name.split(".")[1])
 
 
 @lowers("arith.maxsi", "arith.minsi", "arith.maxui", "arith.minui")
@@ -661,7 +351,7 @@ def int_minmax(ctx, op):
             return f"{x} {cmp} {y} ? {x} : {y}"
         return f"{_u(t, x)} {cmp} {_u(t, y)} ? {x} : {y}"
 
-    _define_map(ctx, op, reg, hint=op.name.split(".")[1])
+    define_map(ctx, op, reg, hint=op.name.split(".")[1])
 
 
 @lowers("math.absi")
@@ -669,7 +359,7 @@ def absi(ctx, op):
     (a,) = op.operands
     t = _ety(op.results[0])
     u = t.msl_unsigned()
-    _define_map(ctx, op, lambda r: f"({t.msl()})({ctx.expr(a, r)} < 0 ? ({u})0 - {_u(t, ctx.expr(a, r))} : "
+    define_map(ctx, op, lambda r: f"({t.msl()})({ctx.expr(a, r)} < 0 ? ({u})0 - {_u(t, ctx.expr(a, r))} : "
                                    f"{_u(t, ctx.expr(a, r))})", hint="abs")
 
 
@@ -678,7 +368,7 @@ def bitcount(ctx, op):
     (a,) = op.operands
     t = _ety(op.results[0])
     fn = {"math.ctlz": "clz", "math.cttz": "ctz", "math.ctpop": "popcount"}[op.name]
-    _define_map(ctx, op, lambda r: f"({t.msl()}){fn}({_u(t, ctx.expr(a, r))})", hint=fn)
+    define_map(ctx, op, lambda r: f"({t.msl()}){fn}({_u(t, ctx.expr(a, r))})", hint=fn)
 
 
 @lowers("tt.mulhiui")
@@ -689,30 +379,20 @@ def mulhiui(ctx, op):
         f = lambda r: f"(int)(((ulong)(uint){ctx.expr(a, r)} * (ulong)(uint){ctx.expr(b, r)}) >> 32)"  # noqa: E731
     else:
         f = lambda r: f"({t.msl()})mulhi({_u(t, ctx.expr(a, r))}, {_u(t, ctx.expr(b, r))})"  # noqa: E731
-    _define_map(ctx, op, f, hint="mulhi")
+    define_map(ctx, op, f, hint="mulhi")
 
 
 # ---------------------------------------------------------------------------------------------
 # comparisons and select
 
-_CMPI = ["==", "!=", "<", "<=", ">", ">=", "<", "<=", ">", ">="]
-_CMPI_NAMES = ["eq", "ne", "slt", "sle", "sgt", "sge", "ult", "ule", "ugt", "uge"]
-_CMPF_NAMES = ["false", "oeq", "ogt", "oge", "olt", "ole", "one", "ord",
-               "ueq", "ugt", "uge", "ult", "ule", "une", "uno", "true"]
-
-
-def _predicate(op, names) -> int:
-    p = op.int_attr("predicate")  # arith's CmpIPredicate / CmpFPredicate: the index in `names`
-    if p is None or not 0 <= p < len(names):
-        raise ValueError(f"cannot read predicate of {op.text!r}")
-    return p
+_CMPI = ["==", "!=", "<", "<=", ">", ">=", "<", "<=", ">", ">="]  # by CMPI_PREDICATES index
 
 
 @lowers("arith.cmpi")
 def cmpi(ctx, op):
     a, b = op.operands
     t = _ety(a)
-    p = _predicate(op, _CMPI_NAMES)
+    p = predicate(op, CMPI_PREDICATES)
     sym = _CMPI[p]
     unsigned = p >= 6
 
@@ -724,19 +404,17 @@ def cmpi(ctx, op):
             x, y = _u(t, x), _u(t, y)
         return f"{x} {sym} {y}"
 
-    _define_map(ctx, op, reg, hint=_CMPI_NAMES[p])
+    define_map(ctx, op, reg, hint=CMPI_PREDICATES[p])
 
 
 @lowers("arith.cmpf")
 def cmpf(ctx, op):
-    if involves_f64(op):
-        return float64.lower(ctx, op)
     a, b = op.operands
-    p = _predicate(op, _CMPF_NAMES)
-    name = _CMPF_NAMES[p]
+    p = predicate(op, CMPF_PREDICATES)
+    name = CMPF_PREDICATES[p]
 
     def reg(r):
-        x, y = _f(ctx, a, r), _f(ctx, b, r)
+        x, y = as_float(ctx, a, r), as_float(ctx, b, r)
         return {
             "false": "false", "true": "true",
             "oeq": f"{x} == {y}", "ogt": f"{x} > {y}", "oge": f"{x} >= {y}", "olt": f"{x} < {y}",
@@ -746,13 +424,13 @@ def cmpf(ctx, op):
             "uno": f"({x} != {x} || {y} != {y})",
         }[name]
 
-    _define_map(ctx, op, reg, hint=name)
+    define_map(ctx, op, reg, hint=name)
 
 
 @lowers("arith.select")
 def select(ctx, op):
     c, a, b = op.operands
-    _define_map(ctx, op, lambda r: f"{ctx.expr(c, r)} ? {ctx.expr(a, r)} : {ctx.expr(b, r)}", hint="sel")
+    define_map(ctx, op, lambda r: f"{ctx.expr(c, r)} ? {ctx.expr(a, r)} : {ctx.expr(b, r)}", hint="sel")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -774,13 +452,11 @@ def int_casts(ctx, op):
     (a,) = op.operands
     src, dst = _ety(a), _ety(op.results[0])
     signed = op.name in ("arith.extsi", "arith.index_cast")
-    _define_map(ctx, op, lambda r: _cast_int(ctx, src, dst, ctx.expr(a, r), signed), hint=op.name.split(".")[1])
+    define_map(ctx, op, lambda r: _cast_int(ctx, src, dst, ctx.expr(a, r), signed), hint=op.name.split(".")[1])
 
 
 @lowers("arith.sitofp", "arith.uitofp")
 def int_to_float(ctx, op):
-    if involves_f64(op):
-        return float64.lower(ctx, op)
     (a,) = op.operands
     src, dst = _ety(a), _ety(op.results[0])
     signed = op.name == "arith.sitofp"
@@ -789,7 +465,7 @@ def int_to_float(ctx, op):
         x = ctx.expr(a, r)
         if src.name == "i1":
             v = f"({x} ? -1.0f : 0.0f)" if signed else f"({x} ? 1.0f : 0.0f)"
-            return _back(ctx, dst, v) if dst.name != "f32" else v
+            return round_back(ctx, dst, v) if dst.name != "f32" else v
         if not signed:
             x = _u(src, x)
         if dst.name == "f32":
@@ -804,44 +480,33 @@ def int_to_float(ctx, op):
             return float_to_fp8(ctx, dst, xf)
         return f"(bfloat){xf}"
 
-    _define_map(ctx, op, reg, hint="cvt")
+    define_map(ctx, op, reg, hint="cvt")
 
 
 def _int_to_float_odd(ctx, x: str, signed: bool) -> str:
     """An integer (already unsigned when not `signed`) converted to float rounded to odd."""
-    _helper(ctx, "tmps_u64_to_float_odd", """static inline float tmps_u64_to_float_odd(ulong u) {
-  float f = (float)u;  // to nearest even; then: toward zero, and odd when inexact
-  bool big = f >= 18446744073709551616.0f;
-  uint b = as_type<uint>(f);
-  if (big || (ulong)f > u) b -= 1u;
-  if (big || (ulong)f != u) b |= 1u;
-  return as_type<float>(b);
-}""")
     if not signed:
+        use(ctx, "tmps_u64_to_float_odd")  # mslib/fp32.py
         return f"tmps_u64_to_float_odd((ulong){x})"
-    _helper(ctx, "tmps_i64_to_float_odd", """static inline float tmps_i64_to_float_odd(long v) {
-  return v < 0 ? -tmps_u64_to_float_odd(-(ulong)v) : tmps_u64_to_float_odd((ulong)v);
-}""")
+    use(ctx, "tmps_i64_to_float_odd")
     return f"tmps_i64_to_float_odd((long){x})"
 
 
 @lowers("arith.fptosi", "arith.fptoui")
 def float_to_int(ctx, op):
-    if involves_f64(op):
-        return float64.lower(ctx, op)
     (a,) = op.operands
     dst = _ety(op.results[0])
     signed = op.name == "arith.fptosi"
 
     def reg(r):
-        x = _f(ctx, a, r)
+        x = as_float(ctx, a, r)
         if dst.name == "i1":
             return f"{x} != 0.0f"
         if signed:
             return f"({dst.msl()}){x}"
         return f"({dst.msl()})({dst.msl_unsigned()}){x}"
 
-    _define_map(ctx, op, reg, hint="cvt")
+    define_map(ctx, op, reg, hint="cvt")
 
 
 def _float_convert(ctx, src: ScalarType, dst: ScalarType, x: str, rounding: str = "") -> str:
@@ -877,15 +542,13 @@ def _float_convert(ctx, src: ScalarType, dst: ScalarType, x: str, rounding: str 
 
 @lowers("arith.extf", "arith.truncf", "tt.fp_to_fp")
 def float_casts(ctx, op):
-    if involves_f64(op):
-        return float64.lower(ctx, op)
     (a,) = op.operands
     src, dst = _ety(a), _ety(op.results[0])
     for t in (src, dst):
         if not isinstance(t, ScalarType) or not (t.name in ("f16", "bf16", "f32") or t.is_fp8):
             ctx.error(op, f"conversion involving {t} is not supported by the Metal backend (fp64)")
     mode = "rtz" if op.attrs.get("rounding") == "rtz" else ""
-    _define_map(ctx, op, lambda r: _float_convert(ctx, src, dst, ctx.expr(a, r), mode), hint="cvt")
+    define_map(ctx, op, lambda r: _float_convert(ctx, src, dst, ctx.expr(a, r), mode), hint="cvt")
 
 
 @lowers("arith.bitcast", "tt.bitcast")
@@ -893,11 +556,11 @@ def bitcast(ctx, op):
     (a,) = op.operands
     src, dst = _ety(a), _ety(op.results[0])
     if isinstance(dst, PointerType) or isinstance(src, PointerType):
-        _define_map(ctx, op, lambda r: f"({dst.msl()})({ctx.expr(a, r)})", hint="cast")
+        define_map(ctx, op, lambda r: f"({dst.msl()})({ctx.expr(a, r)})", hint="cast")
     elif src.name == "i1" or dst.name == "i1":
-        _define_map(ctx, op, lambda r: ctx.expr(a, r), hint="cast")
+        define_map(ctx, op, lambda r: ctx.expr(a, r), hint="cast")
     else:
-        _define_map(ctx, op, lambda r: f"as_type<{dst.msl()}>({ctx.expr(a, r)})", hint="cast")
+        define_map(ctx, op, lambda r: f"as_type<{dst.msl()}>({ctx.expr(a, r)})", hint="cast")
 
 
 # ---- tt.map_elementwise: a scalar function applied to each element (or `pack` elements) -----

@@ -1,20 +1,18 @@
 """Lowerings of float ops whose operands or result are f64: calls into the software binary64
-library of compiler/fp64.py (values are `ulong` bits). elementwise.py hands an op here when
-`involves_f64(op)` (one line at the top of each float lowering)."""
+library (compiler/mslib/, values are `ulong` bits). Registered with `@lowers(..., when=involves_f64)`:
+lowering.py consults them before the float lowerings of ops/elementwise.py, for the ops with an
+f64 operand or result only. tt.extern_elementwise on f64: ops/libdevice.py."""
 
 from __future__ import annotations
 
-from .. import fp64, fp64_math, fp64_math_ext, fp64_math_more  # noqa: F401  (they add the math functions to fp64.LIB)
-from ..ir import Op
-from ..lowering import LoweringContext
+from ..ir import CMPF_PREDICATES, Op, involves_f64, predicate
+from ..lowering import LoweringContext, lowers
+from ..mslib import fp64
+from ..mslib.fp8 import float_to_fp8, fp8_to_float
 from ..types import ScalarType, elem_of
 
 _ABS = fp64.literal_bits(fp64.ABS)
 _SIGN = fp64.literal_bits(fp64.SIGN)
-
-
-def involves_f64(op: Op) -> bool:
-    return any(fp64.is_f64(elem_of(v.type)) for v in list(op.operands) + list(op.results))
 
 
 def _define(ctx: LoweringContext, op: Op, fn, hint: str) -> None:
@@ -32,54 +30,62 @@ _BINARY = {"arith.addf": "tmps_f64_add", "arith.subf": "tmps_f64_sub", "arith.mu
            "arith.maxnumf": "tmps_f64_maxnum", "arith.minnumf": "tmps_f64_minnum", "arith.remf": "tmps_f64_fmod",
            "math.powf": "tmps_f64_pow", "math.atan2": "tmps_f64_atan2"}
 _UNARY = {"math.sqrt": "tmps_f64_sqrt", "tt.precise_sqrt": "tmps_f64_sqrt",
-          # within 1 ulp (fp64_math.py)
+          # within 1 ulp
           "math.exp": "tmps_f64_exp", "math.exp2": "tmps_f64_exp2", "math.log": "tmps_f64_log",
           "math.log2": "tmps_f64_log2", "math.sin": "tmps_f64_sin", "math.cos": "tmps_f64_cos",
           "math.erf": "tmps_f64_erf", "math.rsqrt": "tmps_f64_rsqrt",
-          # within 1 ulp (fp64_math_ext.py)
-          **{f"math.{f}": fn for f, fn in fp64_math_ext.FUNCS.items() if f not in ("pow", "atan2")}}
+          "math.tan": "tmps_f64_tan", "math.tanh": "tmps_f64_tanh", "math.sinh": "tmps_f64_sinh",
+          "math.cosh": "tmps_f64_cosh", "math.log10": "tmps_f64_log10", "math.log1p": "tmps_f64_log1p",
+          "math.expm1": "tmps_f64_expm1", "math.erfc": "tmps_f64_erfc", "math.cbrt": "tmps_f64_cbrt",
+          "math.asin": "tmps_f64_asin", "math.acos": "tmps_f64_acos", "math.atan": "tmps_f64_atan",
+          "math.asinh": "tmps_f64_asinh", "math.acosh": "tmps_f64_acosh", "math.atanh": "tmps_f64_atanh"}
 _ROUND = {"math.trunc": 0, "math.floor": 1, "math.ceil": 2, "math.round": 3, "math.roundeven": 4}
 
 
-def lower(ctx: LoweringContext, op: Op) -> None:
-    """Lower `op` (an arith/math/tt float op with an f64 operand or result)."""
-    name = op.name
-    short = name.split(".")[-1]
-    if name in _BINARY:
-        fn = _BINARY[name]
-        _define(ctx, op, lambda r: fp64.call(ctx, fn, *_args(ctx, op, r)), short)
-    elif name in _UNARY:
-        fn = _UNARY[name]
-        _define(ctx, op, lambda r: fp64.call(ctx, fn, *_args(ctx, op, r)), short)
-    elif name == "math.fma":
-        _define(ctx, op, lambda r: fp64.call(ctx, "tmps_f64_fma", *_args(ctx, op, r)), short)
-    elif name in _ROUND:
-        mode = _ROUND[name]
-        _define(ctx, op, lambda r: fp64.call(ctx, "tmps_f64_round_int", ctx.expr(op.operands[0], r), str(mode)),
-                short)
-    elif name == "arith.negf":
-        _define(ctx, op, lambda r: f"{ctx.expr(op.operands[0], r)} ^ {_SIGN}", "neg")
-    elif name == "math.absf":
-        _define(ctx, op, lambda r: f"{ctx.expr(op.operands[0], r)} & {_ABS}", "abs")
-    elif name == "math.copysign":
-        _define(ctx, op, lambda r: f"({ctx.expr(op.operands[0], r)} & {_ABS}) | ({ctx.expr(op.operands[1], r)} & "
-                                   f"{_SIGN})", "copysign")
-    elif name == "tt.clampf":
-        _clamp(ctx, op)
-    elif name == "arith.cmpf":
-        _cmpf(ctx, op)
-    elif name in ("arith.sitofp", "arith.uitofp"):
-        _int_to_f64(ctx, op)
-    elif name in ("arith.fptosi", "arith.fptoui"):
-        _f64_to_int(ctx, op)
-    elif name in ("arith.extf", "arith.truncf", "tt.fp_to_fp"):
-        _float_cast(ctx, op)
-    elif name == "tt.extern_elementwise":
-        _extern(ctx, op)
-    else:
-        ctx.error(op, f"{name} on float64 is not supported by the Metal backend's software float64")
+def f64_lowers(*names: str):
+    """Register the software float64 lowering of `names` (ops with an f64 operand or result)."""
+    return lowers(*names, when=involves_f64)
 
 
+def _calls(table: dict[str, str]):
+    """The lowering of ops that are one call of the library function `table[op name]`."""
+
+    def lower(ctx: LoweringContext, op: Op) -> None:
+        fn = table[op.name]
+        _define(ctx, op, lambda r: fp64.call(ctx, fn, *_args(ctx, op, r)), op.name.split(".")[-1])
+
+    return lower
+
+
+f64_lowers(*_BINARY)(_calls(_BINARY))
+f64_lowers(*_UNARY)(_calls(_UNARY))
+f64_lowers("math.fma")(_calls({"math.fma": "tmps_f64_fma"}))
+
+
+@f64_lowers(*_ROUND)
+def _round(ctx: LoweringContext, op: Op) -> None:
+    mode = _ROUND[op.name]
+    _define(ctx, op, lambda r: fp64.call(ctx, "tmps_f64_round_int", ctx.expr(op.operands[0], r), str(mode)),
+            op.name.split(".")[-1])
+
+
+@f64_lowers("arith.negf")
+def _negf(ctx: LoweringContext, op: Op) -> None:
+    _define(ctx, op, lambda r: f"{ctx.expr(op.operands[0], r)} ^ {_SIGN}", "neg")
+
+
+@f64_lowers("math.absf")
+def _absf(ctx: LoweringContext, op: Op) -> None:
+    _define(ctx, op, lambda r: f"{ctx.expr(op.operands[0], r)} & {_ABS}", "abs")
+
+
+@f64_lowers("math.copysign")
+def _copysign(ctx: LoweringContext, op: Op) -> None:
+    _define(ctx, op, lambda r: f"({ctx.expr(op.operands[0], r)} & {_ABS}) | ({ctx.expr(op.operands[1], r)} & "
+                               f"{_SIGN})", "copysign")
+
+
+@f64_lowers("tt.clampf")
 def _clamp(ctx, op) -> None:
     prop = (op.attr("propagateNan") or "").strip().lower()
     x, lo, hi = op.operands
@@ -95,11 +101,10 @@ def _clamp(ctx, op) -> None:
     _define(ctx, op, reg, "clamp")
 
 
+@f64_lowers("arith.cmpf")
 def _cmpf(ctx, op) -> None:
-    from .elementwise import _CMPF_NAMES, _predicate
-
     a, b = op.operands
-    p = _CMPF_NAMES[_predicate(op, _CMPF_NAMES)]
+    p = CMPF_PREDICATES[predicate(op, CMPF_PREDICATES)]
 
     def reg(r):
         x, y = ctx.expr(a, r), ctx.expr(b, r)
@@ -120,6 +125,7 @@ def _cmpf(ctx, op) -> None:
     _define(ctx, op, reg, p)
 
 
+@f64_lowers("arith.sitofp", "arith.uitofp")
 def _int_to_f64(ctx, op) -> None:
     (a,) = op.operands
     src = elem_of(a.type)
@@ -137,6 +143,7 @@ def _int_to_f64(ctx, op) -> None:
     _define(ctx, op, reg, "cvt")
 
 
+@f64_lowers("arith.fptosi", "arith.fptoui")
 def _f64_to_int(ctx, op) -> None:
     (a,) = op.operands
     dst = elem_of(op.results[0].type)
@@ -153,9 +160,8 @@ def _f64_to_int(ctx, op) -> None:
     _define(ctx, op, reg, "cvt")
 
 
+@f64_lowers("arith.extf", "arith.truncf", "tt.fp_to_fp")
 def _float_cast(ctx, op) -> None:
-    from .elementwise import float_to_fp8, fp8_to_float
-
     (a,) = op.operands
     src, dst = elem_of(a.type), elem_of(op.results[0].type)
     for t in (src, dst):
@@ -184,45 +190,3 @@ def _float_cast(ctx, op) -> None:
         return f"as_type<{dst.msl()}>(({'uint' if dst.name == 'f32' else 'ushort'}){bits})"
 
     _define(ctx, op, reg, "cvt")
-
-
-# tt.extern_elementwise symbols of language/libdevice.py that take fp64 (its `_F64`)
-_EXTERN_CALLS = {
-    "tmps_exp": "tmps_f64_exp", "tmps_exp2": "tmps_f64_exp2", "tmps_log": "tmps_f64_log", "tmps_log2": "tmps_f64_log2",
-    "tmps_sin": "tmps_f64_sin", "tmps_cos": "tmps_f64_cos", "tmps_erf": "tmps_f64_erf", "tmps_sqrt": "tmps_f64_sqrt",
-    "tmps_rsqrt": "tmps_f64_rsqrt", "tmps_fmod": "tmps_f64_fmod", "tmps_fmin": "tmps_f64_minnum",
-    "tmps_fmax": "tmps_f64_maxnum", "tmps_div_rn": "tmps_f64_div", "tmps_add": "tmps_f64_add",
-    "tmps_sub": "tmps_f64_sub", "tmps_mul": "tmps_f64_mul", "tmps_fma": "tmps_f64_fma",
-    **{f"tmps_{f}": fn for f, fn in fp64_math_ext.FUNCS.items()},
-    **{f"tmps_{f}": fn for f, fn in fp64_math_more.FUNCS.items()},  # int results: ilogb (int32), llrint (int64)
-}
-_EXTERN_ROUND = {"tmps_trunc": 0, "tmps_floor": 1, "tmps_ceil": 2, "tmps_round": 3, "tmps_rint": 4}
-
-
-def _extern(ctx, op) -> None:
-    sym = op.attrs.get("symbol", "")
-    res_t = elem_of(op.results[0].type)
-
-    def reg(r):
-        a = _args(ctx, op, r)
-        if sym in _EXTERN_CALLS:
-            return fp64.call(ctx, _EXTERN_CALLS[sym], *a)
-        if sym in _EXTERN_ROUND:
-            return fp64.call(ctx, "tmps_f64_round_int", a[0], str(_EXTERN_ROUND[sym]))
-        if sym == "tmps_fabs":
-            return f"{a[0]} & {_ABS}"
-        if sym == "tmps_copysign":
-            return f"({a[0]} & {_ABS}) | ({a[1]} & {_SIGN})"
-        if sym == "tmps_rcp":
-            return fp64.call(ctx, "tmps_f64_div", fp64.literal(1.0), a[0])
-        if sym == "tmps_isnan":
-            return f"({res_t.msl()}){fp64.call(ctx, 'tmps_f64_isnan', a[0])}"
-        if sym == "tmps_isinf":
-            return f"({res_t.msl()})(({a[0]} & {_ABS}) == 0x7ff0000000000000ul)"
-        if sym == "tmps_isfinite":
-            return f"({res_t.msl()})(({a[0]} & {_ABS}) < 0x7ff0000000000000ul)"
-        if sym == "tmps_signbit":
-            return f"({res_t.msl()})({a[0]} >> 63)"
-        ctx.error(op, f"extern function '{sym}' on float64 is not supported")
-
-    _define(ctx, op, reg, sym[5:] or "ext")

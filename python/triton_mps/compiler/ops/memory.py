@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from .. import fp64
 from ..axis_info import AxisAnalysis, vector_runs
 from ..coherence import device_ptr
-from ..ir import Module, Op
+from ..ir import Op
 from ..lowering import LoweringContext, lowers
+from ..mslib import fp64
 from ..types import PointerType, ScalarType, TensorType, elem_of
 
 
@@ -218,19 +218,6 @@ _RMW_KINDS = ("fadd", "add", "and", "or", "xor", "max", "min", "umax", "umin", "
 # address takes 32 rounds. Plain (non-atomic) 64-bit loads may see a half-written value while
 # an atomic is in progress, as with any torn 64-bit access on a 32-bit memory system.
 LOCK_WORDS = 1024
-
-
-def module_uses_locks(module: Module) -> bool:
-    """Whether any function has a 64-bit atomic (decided before lowering: the lock table takes
-    a binding)."""
-
-    def is_atomic64(op) -> bool:
-        if op.name not in ("tt.atomic_rmw", "tt.atomic_cas") or not op.results:
-            return False
-        t = elem_of(op.results[0].type)
-        return isinstance(t, ScalarType) and t.bits == 64
-
-    return module.any_op(is_atomic64)
 
 
 def _lock_helper(ctx: LoweringContext, name: str, t: str, body: str, extra_param: str = "") -> str:
@@ -522,7 +509,7 @@ def _atomic(ctx: LoweringContext, op: Op, make_call) -> None:
     full = [names.get(r) or names[lay.find_register(lay.reg_coord(r))] for r in range(lay.num_regs)]
     if used and lay.has_thread_dups:
         # Duplicated threads did not run the atomic: get the owners' results.
-        from .layout_conversion import static_index, thread_index_mask, through_scratch
+        from ..scratch import static_index, thread_index_mask, through_scratch
 
         ctx.bind(res, full)
         through_scratch(ctx, [(res, 0)], res.type.numel, res, lambda r, c: ctx.linear_index(lay, r),

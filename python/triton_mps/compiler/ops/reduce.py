@@ -32,11 +32,10 @@ import math
 from ..ir import Op
 from ..layout import Layout, register_map
 from ..lowering import LoweringContext, lowers, scratch_limit
-from ..types import TensorType
-from .layout_conversion import (
+from ..scratch import (
     Access,
-    _size,
     row_major,
+    scratch_bytes,
     static_index,
     store_to_scratch,
     thread_index_mask,
@@ -45,6 +44,7 @@ from .layout_conversion import (
     windows,
     write_access,
 )
+from ..types import TensorType
 
 # ---------------------------------------------------------------------------------------------
 # helpers
@@ -56,7 +56,7 @@ def _scratch_arrays(ctx: LoweringContext, specs: list[tuple[str, int]]) -> list[
     for t, n in specs:
         off = (off + 7) // 8 * 8
         ptrs.append(f"((threadgroup {t}*)(tmps_smem + {off}))" if off else f"((threadgroup {t}*)tmps_smem)")
-        off += n * _size(t)
+        off += n * scratch_bytes(t)
     ctx.scratch(max(off, 8))
     return ptrs
 
@@ -238,7 +238,7 @@ def _reduce_across_warps(ctx, op, lay, axis, types, comb, rlay, groups, vals, la
     for s in players.shape:
         nres *= s
     K = 1 << len(warp_bits)
-    if windows(nres, K * sum(_size(t) for t in types))[0] > 1:
+    if windows(nres, K * sum(scratch_bytes(t) for t in types))[0] > 1:
         _reduce_across_warps_in_rounds(ctx, op, lay, types, comb, rlay, groups, vals, lane_bits, warp_bits,
                                        players, nres, K)
         return
@@ -291,9 +291,9 @@ def _warp_partial_writers(lay, lane_bits) -> str:
 def _reduce_across_warps_in_rounds(ctx, op, lay, types, comb, rlay, groups, vals, lane_bits, warp_bits,
                                    players, nres: int, K: int):
     """_reduce_across_warps when the K x nres partials do not fit threadgroup memory: rounds over
-    windows of result elements (layout_conversion.windows), K partials per element each."""
+    windows of result elements (scratch.windows), K partials per element each."""
     e = ctx.e
-    rounds, size = windows(nres, K * sum(_size(t) for t in types))
+    rounds, size = windows(nres, K * sum(scratch_bytes(t) for t in types))
     bufs = _scratch_arrays(ctx, [(t, K * size) for t in types])
     e.comment(f"partials of {nres} results through threadgroup memory in {rounds} rounds of {size}")
     kexpr = " | ".join(f"(((tmps_warp >> {j}u) & 1u) << {i}u)" for i, j in enumerate(warp_bits)) or "0u"
@@ -385,7 +385,7 @@ def _reduce_generic(ctx, op, lay, axis, types, comb, rlay):
 
 
 def _rounds(types, numel: int) -> int:
-    return windows(numel, sum(_size(t) for t in types))[0]
+    return windows(numel, sum(scratch_bytes(t) for t in types))[0]
 
 
 def _folds_in_rounds(ctx, srcs, types, comb, lay: Layout, specs, descending: bool) -> list[tuple]:
@@ -395,7 +395,7 @@ def _folds_in_rounds(ctx, srcs, types, comb, lay: Layout, specs, descending: boo
     loop that are in the window, in loop order. Index windows are contiguous, so a fold whose
     indices grow with i (shrink, descending) sees its elements in exactly its loop order."""
     e = ctx.e
-    rounds, size = windows(math.prod(lay.shape), sum(_size(t) for t in types))
+    rounds, size = windows(math.prod(lay.shape), sum(scratch_bytes(t) for t in types))
     bufs = _scratch_arrays(ctx, [(t, size) for t in types])
     e.comment(f"elements through threadgroup memory in {rounds} rounds of {size}")
     accs = []
@@ -608,7 +608,7 @@ def _scan_hypercube(ctx, op, lay: Layout, plan, reverse: bool, types, comb) -> l
         else:
             # segment totals of every thread, in rounds of U keys when they do not fit at once
             U = len(keys)
-            while U > 1 and sum((nthreads * U * _size(t) + 7) // 8 * 8 for t in types) > scratch_limit():
+            while U > 1 and sum((nthreads * U * scratch_bytes(t) + 7) // 8 * 8 for t in types) > scratch_limit():
                 U = (U + 1) // 2
             bufs = _scratch_arrays(ctx, [(t, nthreads * U) for t in types])
             if U < len(keys):

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from ..ir import Op
 from ..lowering import LoweringContext, lowers
+from ..scratch import remap, row_major, through_scratch
 from ..types import TensorType
-from .layout_conversion import remap, row_major, through_scratch
 
 
 @lowers("tt.broadcast")

@@ -1,7 +1,7 @@
 // Stream: validates a launch against the kernel's parameters and Metal's limits, builds the
 // dispatch (bindings, packed scalars), and encodes it into an open batch that is committed
 // lazily. All checks run before anything is encoded, so a rejected launch leaves no trace.
-#include "stream.h"
+#include "launcher.h"
 
 #include "scalar_types.h"
 

@@ -27,6 +27,7 @@ from __future__ import annotations
 import math
 import struct
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -149,3 +150,17 @@ def from_f32_helper(fmt: Fp8Format, rounding: str) -> tuple[str, str]:
 }}
 """
     return name, text
+
+
+def fp8_to_float(ctx: Any, t: Any, x: str) -> str:
+    """An fp8 byte `x` of scalar type `t` (types.ScalarType) as a float (exact)."""
+    name, text = to_f32_helper(FORMATS[t.name])
+    ctx.e.helper(name, text)
+    return f"{name}({x})"
+
+
+def float_to_fp8(ctx: Any, t: Any, x: str, rounding: str = "rtne") -> str:
+    """A float expression `x` rounded to fp8 type `t` (`rounding` "rtne" or "rtz", saturating)."""
+    name, text = from_f32_helper(FORMATS[t.name], rounding)
+    ctx.e.helper(name, text)
+    return f"{name}({x})"

@@ -5,7 +5,7 @@ Modes are small integers passed to the MSL helpers (constants at every call site
 compiler folds them): 0 to nearest even, 1 toward zero, 2 down (toward -inf), 3 up (toward +inf).
 
 float64 (`add/sub/mul/div/sqrt/fma/rcp_{rz,rd,ru}` on fp64, ll2double_*, ull2double_*): the
-software binary64 primitives of compiler/fp64.py take the mode in their last rounding step
+software binary64 primitives of mslib/core.py take the mode in their last rounding step
 (`tmps_f64_round_m`); the nearest-even ops are those primitives with mode 0. The exact result
 (or, for div and sqrt, the truncated result and a sticky remainder bit) is rounded once.
 
@@ -38,15 +38,11 @@ then saturate as float2int_* do (NaN -> 0, out of range -> the nearest bound).
 
 from __future__ import annotations
 
-from .fp64 import _lib
-
-MODES = {"rn": 0, "rz": 1, "rd": 2, "ru": 3}
-# tmps_f64_round_int's modes for the same rounding (0 trunc, 1 floor, 2 ceil, 4 nearest even)
-ROUND_INT = {"rn": 4, "rz": 0, "rd": 1, "ru": 2}
+from .registry import entry
 
 # (fp32-only entries do not depend on the tmps_f64_* ones: a kernel using a helper named tmps_f64*
 # gets the "float64 is emulated" warning)
-_lib("tmps_f32_round", (), """static inline ulong tmps_f32_jam(ulong m, int d) {
+entry("tmps_f32_round", (), """static inline ulong tmps_f32_jam(ulong m, int d) {
   // m >> d with the bits shifted out OR-ed into bit 0 (sticky)
   if (d <= 0) return m;
   if (d >= 64) return (ulong)(m != 0ul);
@@ -93,7 +89,7 @@ static inline uint tmps_f32_qnan(uint a, uint b) {
 }
 """)
 
-_lib("tmps_f32_arith", ("tmps_f32_round",), """
+entry("tmps_f32_arith", ("tmps_f32_round",), """
 static inline uint tmps_f32_sum_m(uint sa, int ea, ulong ma, uint sb, int eb, ulong mb, int mode) {
   // (-1)^sa ma 2^(ea - 61) + (-1)^sb mb 2^(eb - 61), ma and mb with their leading 1 at bit 61 and
   // zeros below bit 14, rounded once by mode
@@ -190,7 +186,7 @@ static inline uint tmps_f32_fma_m(uint a, uint b, uint c, int mode) {
 }
 """)
 
-_lib("tmps_f32_cvt", ("tmps_f32_round",), """static inline uint tmps_f32_from_i64_m(long v, int mode) {
+entry("tmps_f32_cvt", ("tmps_f32_round",), """static inline uint tmps_f32_from_i64_m(long v, int mode) {
   // a 64-bit integer (any 32-bit one sign- or zero-extended) -> binary32 bits, rounded by mode
   uint sign = v < 0l ? 1u : 0u;
   ulong u = v < 0l ? 0ul - (ulong)v : (ulong)v;
@@ -207,7 +203,7 @@ static inline uint tmps_f32_from_u64_m(ulong u, int mode) {
 }
 """)
 
-_lib("tmps_f64_cvt_m", ("tmps_f64_base", "tmps_f32_round"), """
+entry("tmps_f64_cvt_m", ("tmps_f64_base", "tmps_f32_round"), """
 static inline ulong tmps_f64_from_mag_m(ulong sign, ulong u, int mode) {
   if (u == 0ul) return 0ul;
   int lz = (int)clz(u);
@@ -229,21 +225,3 @@ static inline uint tmps_f64_to_f32_m(ulong a, int mode) {
   return tmps_f32_round_m(sign, e, m << 10, mode);
 }
 """)
-
-# ---- libdevice symbols (language/libdevice.py) -> what compiler/ops/rounding.py emits ------------
-# arithmetic: tmps_<op>_<mode> on fp32 or fp64 (op: add sub mul div sqrt rcp fma; mode: rz rd ru)
-ARITH = {"add": 2, "sub": 2, "mul": 2, "div": 2, "fma": 3, "sqrt": 1, "rcp": 1}
-DIRECTED = ("rz", "rd", "ru")
-SYMBOLS: dict[str, tuple[str, str]] = {}  # symbol -> (kind, mode)
-for _op in ARITH:
-    for _m in DIRECTED:
-        SYMBOLS[f"tmps_{_op}_{_m}"] = (_op, _m)
-for _m in MODES:
-    for _kind in ("d2f", "d2i", "d2u", "i2d", "u2d"):
-        SYMBOLS[f"tmps_{_kind}_{_m}"] = (_kind, _m)
-for _m in DIRECTED:  # the _rn ones are the native conversions (tmps_i2f, tmps_u2f)
-    for _kind in ("i2f", "u2f"):
-        SYMBOLS[f"tmps_{_kind}_{_m}"] = (_kind, _m)
-for _kind in ("d2hi", "d2lo", "hilo2d", "d_as_ll", "ll_as_d"):
-    SYMBOLS[f"tmps_{_kind}"] = (_kind, "")
-del _op, _m, _kind

@@ -33,7 +33,7 @@
 #include <vector>
 
 #include "device.h"
-#include "stream.h"
+#include "launcher.h"
 
 namespace tmps {
 

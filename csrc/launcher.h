@@ -61,7 +61,7 @@ class Stream {
   std::shared_ptr<DispatchTiming> launch(const std::shared_ptr<Pipeline>& pipeline, const std::vector<Arg>& args,
                                          const LaunchConfig& config, bool timed = false);
   // Validate as launch() does and return the dispatch without encoding it (for another stream,
-  // csrc/core/foreign_stream.h).
+  // csrc/foreign_stream.h).
   Dispatch prepare(const std::shared_ptr<Pipeline>& pipeline, const std::vector<Arg>& args,
                    const LaunchConfig& config) const;
   void commit();       // submit the open batch (no wait)

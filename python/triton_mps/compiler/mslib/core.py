@@ -1,77 +1,13 @@
-"""float64 in software: IEEE binary64 carried as `ulong` bits, computed with integer arithmetic.
-
-Apple GPUs have no fp64 and MSL has no `double`. Every f64 value lives in a `ulong` holding its
-IEEE bits (arguments, registers, memory, threadgroup scratch, shuffles); every operation is a
-program-scope MSL helper emitted on first use (with the helpers it calls), so the simulator runs
-exactly the code a Mac runs. Results are correctly rounded (round to nearest even) for add, sub,
-mul, div, sqrt, fma and every conversion; min/max, comparisons, abs/neg/copysign and the
-rounding functions (floor, ceil, trunc, round, rint) are exact. NaN results are quiet; an
-invalid operation (inf - inf, 0 * inf, sqrt(-1), ...) gives the default NaN 0x7ff8000000000000,
-a NaN operand is returned quieted. Subnormals are kept (no flush to zero).
-
-Conventions inside the helpers (value = sig * 2^(e - k) with the leading 1 of `sig` at bit k):
-- `tmps_f64_norm(a, e)`: a finite nonzero value as (sig with its leading 1 at bit 52, e);
-- `tmps_f64_round(sign, e, sig)`: sig with its leading 1 at bit 62 (bit 0 sticky) rounded to
-  nearest even into binary64, with overflow to inf and gradual underflow.
-- `tmps_f64_round_m(sign, e, sig, mode)`: the same in a rounding mode (0 nearest even, 1 toward
-  zero, 2 down, 3 up); add/sub/mul/div/sqrt/fma are `tmps_f64_<op>_m(..., mode)` with the
-  nearest-even `tmps_f64_<op>` calling them with mode 0 (libdevice's _rz/_rd/_ru: rounding.py).
-
-Cost: add/mul/fma are a few dozen integer instructions; div and sqrt are bit-serial (55
-steps); exp/log/sin/cos are 20-40 soft operations (fp64_math.py). Measured on the simulator
-(2 busy cores, 2^18 elements, memcheck off), ns per element f32 -> f64: add 10 -> 127,
-mul 6 -> 117, fma 10 -> 107, sqrt 16 -> 431, div 45 -> 1625, exp 49 -> 1897, sin 21 -> 1205.
-A one-time Python warning at compile says that fp64 is emulated and slow.
+"""The core of software binary64: IEEE binary64 carried as `ulong` bits, computed with integer
+arithmetic (add, sub, mul, div, sqrt, fma, comparisons, min/max, conversions, rounding to
+integers). The design and its conventions: mslib/fp64.py, the module lowerings call.
 """
 
 from __future__ import annotations
 
-import struct
-import warnings
+from .registry import entry
 
-SIGN = 0x8000000000000000
-ABS = 0x7FFFFFFFFFFFFFFF
-INF = 0x7FF0000000000000
-DNAN = 0x7FF8000000000000
-
-
-def bits_of(x: float) -> int:
-    return struct.unpack("<Q", struct.pack("<d", float(x)))[0]
-
-
-def literal(value: float) -> str:
-    """MSL literal (ulong bits) of a Python float as binary64."""
-    return f"0x{bits_of(value):016x}ul"
-
-
-def literal_bits(bits: int) -> str:
-    return f"0x{bits & 0xFFFFFFFFFFFFFFFF:016x}ul"
-
-
-_warned = False
-
-
-def notice(kernel: str) -> None:
-    """Once per process: fp64 is emulated (a warning, not an error)."""
-    global _warned
-    if _warned:
-        return
-    _warned = True
-    warnings.warn(f"kernel '{kernel}' uses float64, which Apple GPUs lack: triton-mps emulates it in software "
-                  "(exact IEEE binary64, but each operation costs tens to hundreds of integer instructions)",
-                  RuntimeWarning, stacklevel=2)
-
-
-# ---- the library: name -> (helpers it calls, MSL text) ---------------------------------------
-
-LIB: dict[str, tuple[tuple[str, ...], str]] = {}
-
-
-def _lib(name: str, deps: tuple[str, ...], text: str) -> None:
-    LIB[name] = (deps, text)
-
-
-_lib("tmps_f64_base", (), """static inline bool tmps_f64_isnan(ulong a) {
+entry("tmps_f64_base", (), """static inline bool tmps_f64_isnan(ulong a) {
   return (a & 0x7ffffffffffffffful) > 0x7ff0000000000000ul;
 }
 static inline ulong tmps_f64_qnan(ulong a, ulong b) {
@@ -137,7 +73,7 @@ static inline ulong tmps_f64_round_m(ulong sign, int e, ulong sig, int mode) {
 }
 """)
 
-_lib("tmps_f64_add", ("tmps_f64_base",), """static inline ulong tmps_f64_add_m(ulong a, ulong b, int mode) {
+entry("tmps_f64_add", ("tmps_f64_base",), """static inline ulong tmps_f64_add_m(ulong a, ulong b, int mode) {
   ulong aa = a & 0x7ffffffffffffffful, ab = b & 0x7ffffffffffffffful;
   if (aa > 0x7ff0000000000000ul || ab > 0x7ff0000000000000ul) return tmps_f64_qnan(a, b);
   if (aa == 0x7ff0000000000000ul) return (ab == aa && ((a ^ b) >> 63) != 0ul) ? 0x7ff8000000000000ul : a;
@@ -161,13 +97,13 @@ _lib("tmps_f64_add", ("tmps_f64_base",), """static inline ulong tmps_f64_add_m(u
 static inline ulong tmps_f64_add(ulong a, ulong b) { return tmps_f64_add_m(a, b, 0); }
 """)
 
-_lib("tmps_f64_sub", ("tmps_f64_add",), """static inline ulong tmps_f64_sub_m(ulong a, ulong b, int mode) {
+entry("tmps_f64_sub", ("tmps_f64_add",), """static inline ulong tmps_f64_sub_m(ulong a, ulong b, int mode) {
   return tmps_f64_add_m(a, tmps_f64_isnan(b) ? b : b ^ 0x8000000000000000ul, mode);
 }
 static inline ulong tmps_f64_sub(ulong a, ulong b) { return tmps_f64_sub_m(a, b, 0); }
 """)
 
-_lib("tmps_f64_mul", ("tmps_f64_base",), """static inline ulong tmps_f64_mul_m(ulong a, ulong b, int mode) {
+entry("tmps_f64_mul", ("tmps_f64_base",), """static inline ulong tmps_f64_mul_m(ulong a, ulong b, int mode) {
   ulong sign = (a ^ b) >> 63;
   ulong aa = a & 0x7ffffffffffffffful, ab = b & 0x7ffffffffffffffful;
   if (aa > 0x7ff0000000000000ul || ab > 0x7ff0000000000000ul) return tmps_f64_qnan(a, b);
@@ -188,7 +124,7 @@ _lib("tmps_f64_mul", ("tmps_f64_base",), """static inline ulong tmps_f64_mul_m(u
 static inline ulong tmps_f64_mul(ulong a, ulong b) { return tmps_f64_mul_m(a, b, 0); }
 """)
 
-_lib("tmps_f64_div", ("tmps_f64_base",), """static inline ulong tmps_f64_div_m(ulong a, ulong b, int mode) {
+entry("tmps_f64_div", ("tmps_f64_base",), """static inline ulong tmps_f64_div_m(ulong a, ulong b, int mode) {
   ulong sign = (a ^ b) >> 63;
   ulong aa = a & 0x7ffffffffffffffful, ab = b & 0x7ffffffffffffffful;
   if (aa > 0x7ff0000000000000ul || ab > 0x7ff0000000000000ul) return tmps_f64_qnan(a, b);
@@ -213,7 +149,7 @@ _lib("tmps_f64_div", ("tmps_f64_base",), """static inline ulong tmps_f64_div_m(u
 static inline ulong tmps_f64_div(ulong a, ulong b) { return tmps_f64_div_m(a, b, 0); }
 """)
 
-_lib("tmps_f64_sqrt", ("tmps_f64_base",), """static inline ulong tmps_f64_sqrt_m(ulong a, int mode) {
+entry("tmps_f64_sqrt", ("tmps_f64_base",), """static inline ulong tmps_f64_sqrt_m(ulong a, int mode) {
   if (tmps_f64_isnan(a)) return a | 0x0008000000000000ul;
   if ((a & 0x7ffffffffffffffful) == 0ul) return a;  // sqrt(-0) = -0
   if ((a >> 63) != 0ul) return 0x7ff8000000000000ul;
@@ -235,7 +171,7 @@ _lib("tmps_f64_sqrt", ("tmps_f64_base",), """static inline ulong tmps_f64_sqrt_m
 static inline ulong tmps_f64_sqrt(ulong a) { return tmps_f64_sqrt_m(a, 0); }
 """)
 
-_lib("tmps_f64_fma", ("tmps_f64_add", "tmps_f64_mul"), """
+entry("tmps_f64_fma", ("tmps_f64_add", "tmps_f64_mul"), """
 static inline void tmps_u128_shr_jam(thread ulong& h, thread ulong& l, int d) {
   // (h:l) >> d with the bits shifted out OR-ed into bit 0
   if (d <= 0) return;
@@ -299,7 +235,7 @@ static inline ulong tmps_f64_fma(ulong a, ulong b, ulong c) { return tmps_f64_fm
 
 # ---- comparisons and min/max -------------------------------------------------------------------
 
-_lib("tmps_f64_cmp", ("tmps_f64_base",), """static inline long tmps_f64_key(ulong a) {
+entry("tmps_f64_cmp", ("tmps_f64_base",), """static inline long tmps_f64_key(ulong a) {
   // a signed integer order of the values (non-NaN a): -0 and +0 both map to 0
   return (a >> 63) != 0ul ? -(long)(a & 0x7ffffffffffffffful) : (long)a;
 }
@@ -315,7 +251,7 @@ static inline bool tmps_f64_eq(ulong a, ulong b) {
 static inline bool tmps_f64_uno(ulong a, ulong b) { return tmps_f64_isnan(a) || tmps_f64_isnan(b); }
 """)
 
-_lib("tmps_f64_minmax", ("tmps_f64_cmp",), """static inline long tmps_f64_tkey(ulong a) {
+entry("tmps_f64_minmax", ("tmps_f64_cmp",), """static inline long tmps_f64_tkey(ulong a) {
   // IEEE totalOrder key of non-NaN a: -0 < +0
   return (a >> 63) != 0ul ? -(long)(a & 0x7ffffffffffffffful) - 1l : (long)a;
 }
@@ -343,7 +279,7 @@ static inline ulong tmps_f64_minnum(ulong a, ulong b) {
 
 # ---- conversions -------------------------------------------------------------------------------
 
-_lib("tmps_f64_from_f32", (), """static inline ulong tmps_f64_from_f32(float x) {
+entry("tmps_f64_from_f32", (), """static inline ulong tmps_f64_from_f32(float x) {
   // exact
   uint u = as_type<uint>(x);
   ulong sign = (ulong)(u >> 31) << 63;
@@ -358,7 +294,7 @@ _lib("tmps_f64_from_f32", (), """static inline ulong tmps_f64_from_f32(float x) 
 }
 """)
 
-_lib("tmps_f64_from_u64", ("tmps_f64_base",), """static inline ulong tmps_f64_from_mag(ulong sign, ulong u) {
+entry("tmps_f64_from_u64", ("tmps_f64_base",), """static inline ulong tmps_f64_from_mag(ulong sign, ulong u) {
   // sign, magnitude -> nearest binary64
   if (u == 0ul) return 0ul;
   int lz = (int)clz(u);
@@ -371,7 +307,7 @@ static inline ulong tmps_f64_from_i64(long i) {
 }
 """)
 
-_lib("tmps_f64_to_int", ("tmps_f64_base",), """static inline ulong tmps_f64_trunc_mag(ulong a, thread bool& big) {
+entry("tmps_f64_to_int", ("tmps_f64_base",), """static inline ulong tmps_f64_trunc_mag(ulong a, thread bool& big) {
   // |a| truncated to an integer; big when |a| >= 2^64 (or inf)
   int be = (int)((a >> 52) & 0x7fful);
   big = be >= 1023 + 64;
@@ -437,7 +373,7 @@ def narrow_helper(key: str, ebits: int, mbits: int, mode: str) -> tuple[str, str
 
 # ---- rounding to integers, sign operations ------------------------------------------------------
 
-_lib("tmps_f64_rint", ("tmps_f64_base",), """static inline ulong tmps_f64_round_int(ulong a, int mode) {
+entry("tmps_f64_rint", ("tmps_f64_base",), """static inline ulong tmps_f64_round_int(ulong a, int mode) {
   // to an integral value: mode 0 toward zero, 1 floor, 2 ceil, 3 nearest (ties away), 4 nearest even
   int be = (int)((a >> 52) & 0x7fful);
   if (be >= 1023 + 52) return tmps_f64_isnan(a) ? a | 0x0008000000000000ul : a;  // integral, inf, NaN
@@ -464,63 +400,3 @@ _lib("tmps_f64_rint", ("tmps_f64_base",), """static inline ulong tmps_f64_round_
   return up ? t + unit : t;  // a carry into the exponent is the next binade: exact
 }
 """)
-
-
-def call(ctx, fn: str, *args: str) -> str:
-    """`fn(args)`, emitting the helper (and what it calls) on first use."""
-    use(ctx, _owner(fn))
-    return f"{fn}({', '.join(args)})"
-
-
-_OWNER = {
-    "tmps_f64_isnan": "tmps_f64_base", "tmps_f64_sub": "tmps_f64_sub", "tmps_f64_round_m": "tmps_f64_base",
-    "tmps_f64_add_m": "tmps_f64_add", "tmps_f64_sub_m": "tmps_f64_sub", "tmps_f64_mul_m": "tmps_f64_mul",
-    "tmps_f64_div_m": "tmps_f64_div", "tmps_f64_sqrt_m": "tmps_f64_sqrt", "tmps_f64_fma_m": "tmps_f64_fma",
-    "tmps_f64_lt": "tmps_f64_cmp", "tmps_f64_le": "tmps_f64_cmp", "tmps_f64_eq": "tmps_f64_cmp",
-    "tmps_f64_uno": "tmps_f64_cmp",
-    "tmps_f64_maximum": "tmps_f64_minmax", "tmps_f64_minimum": "tmps_f64_minmax",
-    "tmps_f64_maxnum": "tmps_f64_minmax", "tmps_f64_minnum": "tmps_f64_minmax",
-    "tmps_f64_from_i64": "tmps_f64_from_u64", "tmps_f64_to_i": "tmps_f64_to_int", "tmps_f64_to_u": "tmps_f64_to_int",
-    "tmps_f64_round_int": "tmps_f64_rint",
-    "tmps_f64_exp2": "tmps_f64_exp", "tmps_f64_log2": "tmps_f64_log",
-    "tmps_f64_sin": "tmps_f64_sincos", "tmps_f64_cos": "tmps_f64_sincos",
-    # fp64_math_ext.py
-    "tmps_f64_tanh": "tmps_f64_expk", "tmps_f64_sinh": "tmps_f64_expk", "tmps_f64_cosh": "tmps_f64_expk",
-    "tmps_f64_expm1": "tmps_f64_expk", "tmps_f64_log10": "tmps_f64_log_dd", "tmps_f64_log1p": "tmps_f64_log_dd",
-    "tmps_f64_asin": "tmps_f64_atan", "tmps_f64_acos": "tmps_f64_atan", "tmps_f64_atan2": "tmps_f64_atan",
-    "tmps_f64_asinh": "tmps_f64_ahyp", "tmps_f64_acosh": "tmps_f64_ahyp", "tmps_f64_atanh": "tmps_f64_ahyp",
-}
-
-
-def _owner(fn: str) -> str:
-    return _OWNER.get(fn, fn)
-
-
-def use(ctx, name: str) -> None:
-    """Emit library entry `name` after the entries it depends on (once per kernel)."""
-    if name in ctx.e.helpers:
-        return
-    deps, text = LIB[name]
-    for d in deps:
-        use(ctx, d)
-    ctx.e.helper(name, text)
-
-
-def narrow(ctx, key: str, x: str, mode: str = "rtne") -> str:
-    """binary64 bits `x` -> bits (uint) of f32 / f16 / bf16 (key), rounded by `mode`."""
-    ebits, mbits = {"f32": (8, 23), "f16": (5, 10), "bf16": (8, 7)}[key]
-    use(ctx, "tmps_f64_base")
-    name, text = narrow_helper(key, ebits, mbits, mode)
-    ctx.e.helper(name, text)
-    return f"{name}({x})"
-
-
-def is_f64(t) -> bool:
-    return getattr(t, "name", None) == "f64"
-
-
-def py_value(bits: int) -> float:
-    return struct.unpack("<d", struct.pack("<Q", bits & 0xFFFFFFFFFFFFFFFF))[0]
-
-
-__all__ = ["call", "use", "narrow", "literal", "literal_bits", "notice", "is_f64", "bits_of", "py_value"]

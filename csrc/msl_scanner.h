@@ -1,6 +1,7 @@
-// MSL scanner: reads kernel signatures out of MSL source and, for the simulator, rewrites
-// the source into C++ that our metal_stdlib shim compiles. Shared by both backends: the Metal
-// backend uses the parsed signatures to validate launch arguments.
+// MSL scanner: reads kernel signatures out of MSL source. Shared by both backends: the Metal
+// backend uses the parsed signatures to validate launch arguments; the simulator also takes the
+// scan's record of what plain C++ does not accept (scan_msl) and rewrites the source into C++
+// in sim/msl_to_cpp.{h,cpp}.
 #pragma once
 
 #include <cstdint>
@@ -28,22 +29,36 @@ struct KernelDecl {
 // duplicate binding, a parameter with no attribute that is not a plain constant.
 std::vector<KernelDecl> parse_kernels(const std::string& msl, const std::string& filename = "kernel.metal");
 
-struct TranslatedSource {
-  std::string cpp;                  // C++ for the simulator compiler
-  std::vector<KernelDecl> kernels;
+// What one scan finds beyond the signatures, for the simulator's rewrite (sim/msl_to_cpp): found
+// in the same pass because it needs the same parse (kernel parameter lists and bodies).
+
+// A replacement of source bytes [begin, end) by `text`; edits keep the line count.
+struct Edit {
+  size_t begin;
+  size_t end;
+  std::string text;
 };
 
-// Rewrite MSL for the simulator:
-//  - prepend `#include <metal_stdlib>` and `#line 1 "<filename>"` so diagnostics name MSL lines;
-//  - strip attributes inside kernel parameter lists and on kernels (recorded in KernelDecl);
-//  - turn kernel-scope `threadgroup T name[dims];` into shared storage from the runtime
-//    (`auto& name = ::tmps_sim::threadgroup_static<T[dims]>(ID, __LINE__);`);
-//  - append, per kernel, an extern "C" entry `tmps_sim_entry_<name>(const tmps_sim_args*,
-//    const tmps_sim_thread*)` that binds buffers/threadgroup memory/positions and calls it,
-//    and the exported table (`tmps_sim_kernels`, `tmps_sim_num_kernels`,
-//    `tmps_sim_abi_version`, `tmps_sim_rt`) with sizeof() of every parameter type.
-// Throws CompileError like parse_kernels.
-TranslatedSource translate_for_simulator(const std::string& msl, const std::string& filename = "kernel.metal");
+struct ParamExtra {  // what the entry wrapper needs beyond ParamInfo
+  std::string field;      // position: tmps_sim_thread field ("" = grid_origin zeros)
+  bool is_void = false;   // `device void*`: no sizeof
+};
+
+struct KernelExtra {
+  std::string cpp_name;            // qualified C++ name to call ("::ns::k")
+  std::string max_threads_expr;    // expression text of max_total_threads_per_threadgroup
+  std::vector<ParamExtra> params;
+};
+
+struct MslScan {
+  std::vector<KernelDecl> kernels;
+  std::vector<KernelExtra> extras;  // one per kernel, same order
+  // Attributes blanked, kernel-scope `threadgroup` arrays made runtime-shared, half literals cast.
+  std::vector<Edit> edits;
+};
+
+// parse_kernels plus the record above. Throws CompileError like parse_kernels.
+MslScan scan_msl(const std::string& msl, const std::string& filename = "kernel.metal");
 
 // Rules of Metal a C++ compiler would let through: no static local variables, no recursion
 // (direct or mutual, among the functions the source defines; calls are matched by name).

@@ -1,0 +1,15 @@
+"""The MSL helper library: program-scope MSL functions a kernel calls (emitted once per file, on
+first use, after the entries they call), registered in one registry (registry.py).
+
+Families: core.py (software binary64: IEEE arithmetic on `ulong` bits), dd.py (double-double),
+explog.py, trig.py, hyperbolic.py, roots.py, erfgamma.py, bessel.py, misc.py (fp64 math),
+rounding.py (directed rounding, fp32 and fp64), fp32.py (float functions Metal lacks), fp8.py
+(the fp8 formats). consts.py holds the exact constants and text builders they share; fp64.py is
+what lowerings call for binary64 (call, use, narrow, literal).
+Importing the package registers every family, so the library never depends on import order.
+"""
+
+from . import bessel, core, dd, erfgamma, explog, fp32, hyperbolic, misc, roots, rounding, trig  # noqa: F401
+from .registry import check
+
+check()

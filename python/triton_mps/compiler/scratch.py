@@ -1,0 +1,234 @@
+"""Threadgroup scratch: moving tensor elements between layouts through threadgroup memory.
+
+The toolkit of the lowerings that exchange elements between threads (layout conversions,
+reductions and scans, shape ops, dot operand staging). `remap` first tries a compile-time
+register mapping (every element a thread needs is already in one of its registers);
+otherwise the elements go through threadgroup memory: owners write their elements at the
+row-major index, a barrier, every thread reads what it needs; in rounds
+(`windows`) when the tensor is larger than threadgroup memory.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from .ir import Value
+from .lowering import LoweringContext, scratch_limit
+from .types import MSL_BYTES
+
+
+def row_major(shape, coord_exprs: list[str]) -> str:
+    """Row-major linear index expression of coordinate expressions (uint)."""
+    terms, stride = [], 1
+    for d in reversed(range(len(shape))):
+        terms.append(coord_exprs[d] if stride == 1 else f"({coord_exprs[d]}) * {stride}u")
+        stride *= shape[d]
+    return " + ".join(reversed(terms)) if terms else "0u"
+
+
+def is_pointer(msl_t: str) -> bool:
+    return msl_t.endswith("*")
+
+
+def scratch_type(msl_t: str) -> str:
+    """The element type of a threadgroup-memory array holding values of MSL type msl_t:
+    pointers are kept as their 64-bit address (`threadgroup device T**` is not a type)."""
+    return "ulong" if is_pointer(msl_t) else msl_t
+
+
+def to_scratch(msl_t: str, expr: str) -> str:
+    return f"reinterpret_cast<ulong>({expr})" if is_pointer(msl_t) else expr
+
+
+def from_scratch(msl_t: str, expr: str) -> str:
+    """A value of MSL type msl_t read from an array of scratch_type(msl_t)."""
+    return f"reinterpret_cast<{msl_t}>({expr})" if is_pointer(msl_t) else expr
+
+
+# ---- rounds: exchanges larger than threadgroup memory -----------------------------------------
+# An exchange writes elements at indices [0, n) of a scratch array and reads them back. When n
+# elements do not fit SCRATCH_LIMIT it runs in R rounds (as Triton's NVIDIA backend splits a
+# layout conversion into repeats), as a runtime loop `for w in 0..R-1`: round w holds the indices
+# [w * size, (w + 1) * size) (size a power of two); writers write and readers read only the
+# elements of that window. For power-of-two shapes an element's row-major index is (its
+# register's compile-time index) XOR (its thread's part), so its window is (static >> s) XOR
+# (thread part >> s): the registers are grouped by their static window and each group is one
+# test per round (no test at all when the thread part stays below the window size, the usual
+# case for one side of a conversion). Other shapes test each index at run time. The code holds
+# each access once, whatever the number of rounds.
+
+
+def windows(n: int, elem_bytes: int, limit: int | None = None) -> tuple[int, int]:
+    """(rounds, elements per round) for an exchange of n elements of elem_bytes each: (1, n)
+    when everything fits, else rounds of the largest power-of-two size that fits."""
+    limit = scratch_limit() if limit is None else limit
+    if n * elem_bytes <= limit:
+        return 1, n
+    size = 1 << ((limit // elem_bytes).bit_length() - 1)
+    return -(-n // size), size
+
+
+def _pow2(shape) -> bool:
+    return all(s > 0 and s & (s - 1) == 0 for s in shape)
+
+
+def static_index(shape, coord) -> int | None:
+    """Row-major index of a compile-time coordinate; None unless every dim is a power of two
+    (then the index of a XOR of coordinates is the XOR of their indices)."""
+    if not _pow2(shape):
+        return None
+    lin = 0
+    for s, x in zip(shape, coord, strict=True):
+        lin = lin * s + x
+    return lin
+
+
+def thread_index_mask(shape, bases) -> int | None:
+    """Bits the lane/warp part can set in the row-major index (None: not XOR-linear)."""
+    if not _pow2(shape):
+        return None
+    m = 0
+    for b in bases:
+        m |= static_index(shape, b)
+    return m
+
+
+@dataclass
+class Access:
+    """One side of a windowed exchange: per register, its index expression and compile-time
+    index (None: unknown); thread_index: the index expression of a register whose compile-time
+    part is 0 (the thread's own part), with thread_mask the bits it can set (None: unknown)."""
+    index: list[str]
+    static: list[int | None]
+    thread_index: str | None
+    thread_mask: int | None
+
+
+def windowed(ctx: LoweringContext, w: str, size: int, acc: Access, regs: list[int],
+              stmt: Callable[[int, str], str]) -> None:
+    """Inside the rounds loop (round variable w): stmt(r, index in the window) for every register
+    r in regs whose element is in round w's window."""
+    e = ctx.e
+    s = size.bit_length() - 1
+    known = acc.thread_mask is not None and all(acc.static[r] is not None for r in regs)
+    if not known:
+        for r in regs:
+            ix = e.fresh("wix")
+            e.line(f"uint {ix} = ({acc.index[r]}) - {w} * {size}u;")  # below the window: wraps
+            with e.block(f"if ({ix} < {size}u)"):
+                e.line(stmt(r, ix))  # stmt may emit lines of its own first: inside the test
+        return
+    tw = "0u"
+    if acc.thread_mask >> s:
+        tw = e.fresh("tw")
+        e.line(f"uint {tw} = ({acc.thread_index}) >> {s}u;")
+    groups: dict[int, list[int]] = {}
+    for r in regs:
+        groups.setdefault(acc.static[r] >> s, []).append(r)
+    for g, rs in groups.items():
+        cond = f"{w} == {g}u" if tw == "0u" else (f"{tw} == {w}" if g == 0 else f"({tw} ^ {g}u) == {w}")
+        with e.block(f"if ({cond})"):
+            for r in rs:
+                e.line(stmt(r, f"({acc.index[r]}) - {w} * {size}u"))
+
+
+def write_access(ctx: LoweringContext, src: Value, base: int) -> Access:
+    lay = ctx.layout(src)
+    regs = range(lay.num_regs)
+    sfx = f" + {base}u" if base else ""
+    static = [static_index(lay.shape, lay.reg_coord(r)) for r in regs]
+    return Access([ctx.linear_index(lay, r) + sfx for r in regs],
+                  [None if x is None else x + base for x in static],  # base: bits above the tensor's
+                  ctx.linear_index(lay, 0), thread_index_mask(lay.shape, lay.lane_bases + lay.warp_bases))
+
+
+def store_to_scratch(ctx: LoweringContext, src: Value, buf: str, base: int = 0) -> None:
+    """Owners of src's elements write them at their row-major index (+ base) in buf (an array
+    of scratch_type of src's element type)."""
+    lay = ctx.layout(src)
+    owner = ctx.owner_predicate(lay)
+    e = ctx.e
+    ty = ctx.msl_type(src)
+
+    def body():
+        for r in lay.owned_regs():
+            idx = ctx.linear_index(lay, r)
+            e.line(f"{buf}[{idx}{f' + {base}u' if base else ''}] = {to_scratch(ty, ctx.expr(src, r))};")
+
+    with e.guarded(owner):
+        body()
+
+
+def through_scratch(ctx: LoweringContext, sources: list[tuple[Value, int]], n: int, dst: Value,
+                    read_index: Callable[[int, list[str]], str], hint: str,
+                    read_static: Callable[[int], int | None] | None = None, read_mask: int | None = None) -> None:
+    """Define dst by reading element read_index(r, dst coords of register r) of n elements that
+    the sources' owners write at (their row-major index + base), in rounds when n elements do not
+    fit threadgroup memory. read_static(r) / read_mask: the compile-time part of register r's
+    index and the bits its thread part can set (None: not known, tested at run time)."""
+    dlay = ctx.layout(dst)
+    ty = ctx.msl_type(dst)
+    st = scratch_type(ty)
+    rounds, size = windows(n, scratch_bytes(ty))
+    buf = ctx.scratch(size * scratch_bytes(ty), st)
+    e = ctx.e
+    if rounds == 1:
+        e.comment(f"{hint}: through threadgroup memory")
+        ctx.barrier()
+        for s, base in sources:
+            store_to_scratch(ctx, s, buf, base)
+        ctx.barrier()
+        ctx.define(dst, lambda r: from_scratch(ty, f"{buf}[{read_index(r, ctx.coord(dlay, r))}]"), hint=hint)
+        return
+    e.comment(f"{hint}: through threadgroup memory in {rounds} rounds of {size} elements")
+    writes = [(s, write_access(ctx, s, base), [to_scratch(ty, x) for x in ctx.exprs(s)]) for s, base in sources]
+    nr = dlay.num_regs
+    statics = [read_static(r) if read_static else None for r in range(nr)]
+    reads = Access([read_index(r, ctx.coord(dlay, r)) for r in range(nr)], statics,
+                   read_index(0, ctx.coord(dlay, 0)) if statics[0] == 0 else None,
+                   read_mask if statics[0] == 0 else None)
+    names = ctx.declare(dst, hint=hint)  # after reading the sources' names: dst may be a source
+    w = e.fresh("rnd")
+    with e.block(f"for (uint {w} = 0u; {w} < {rounds}u; ++{w})"):
+        ctx.barrier()
+        for s, acc, vals in writes:
+            lay = ctx.layout(s)
+            with e.guarded(ctx.owner_predicate(lay)):
+                windowed(ctx, w, size, acc, lay.owned_regs(),
+                          lambda r, i, vals=vals: f"{buf}[{i}] = {vals[r] if len(vals) > 1 else vals[0]};")
+        ctx.barrier()
+        windowed(ctx, w, size, reads, list(range(nr)),
+                  lambda r, i: f"{names[r]} = {from_scratch(ty, f'{buf}[{i}]')};")
+
+
+def remap(ctx: LoweringContext, src: Value, dst: Value, project: Callable | None,
+          src_index: Callable[[list[str]], str], hint: str) -> None:
+    """Define dst from src where dst[c] = src[project(c)].
+
+    project: XOR-linear map of dst coordinates (python tuples) to src coordinates, for the
+    register path (None: no register path); src_index: MSL row-major src index from the dst
+    coordinate expressions (the threadgroup-memory path; equal to the row-major index of
+    project(c) when project is given)."""
+    slay, dlay = ctx.layout(src), ctx.layout(dst)
+    if project is not None:
+        m = ctx.register_map(slay, dlay, project)
+        if m is not None:
+            ctx.bind(dst, [ctx.expr(src, m[r]) for r in range(dlay.num_regs)])
+            return
+    read_static, read_mask = None, None
+    if project is not None:
+        read_static = lambda r: static_index(slay.shape, project(dlay.reg_coord(r)))  # noqa: E731
+        read_mask = thread_index_mask(slay.shape, [project(b) for b in dlay.lane_bases + dlay.warp_bases])
+    through_scratch(ctx, [(src, 0)], math.prod(slay.shape), dst, lambda r, c: src_index(c), hint,
+                    read_static, read_mask)
+
+
+def scratch_bytes(msl_t: str) -> int:
+    """Bytes of one element of a scratch array of scratch_type(msl_t)."""
+    if is_pointer(msl_t):
+        return 8
+    if msl_t not in MSL_BYTES:
+        raise KeyError(f"no threadgroup-memory size for MSL type '{msl_t}'")
+    return MSL_BYTES[msl_t]

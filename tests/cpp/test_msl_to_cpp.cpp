@@ -1,0 +1,83 @@
+// The simulator's MSL -> C++ rewrite (sim/msl_to_cpp): lines kept, attributes blanked,
+// kernel-scope threadgroup variables made runtime-shared, half literals cast, the generated tail.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+
+#include "errors.h"
+#include "sim/msl_to_cpp.h"
+
+using tmps::CompileError;
+using tmps::translate_for_simulator;
+
+namespace {
+
+size_t count_lines(const std::string& s) { return std::count(s.begin(), s.end(), '\n'); }
+
+}  // namespace
+
+TEST(MslToCpp, TranslateKeepsLinesAndRewrites) {
+  const std::string src = R"(#include <metal_stdlib>
+using namespace metal;
+kernel void reduce(device const float* x [[buffer(0)]],
+                   device float* out [[buffer(1)]],
+                   threadgroup float* dyn [[threadgroup(0)]],
+                   uint tid [[thread_index_in_threadgroup]]) {
+  threadgroup float partial[256];
+  threadgroup atomic_uint counter;
+  threadgroup float4 tile[8][8], other
+      [4];
+  threadgroup float* alias = partial;
+  half h = 1.5h + 2h;
+  partial[tid] = x[tid];
+  threadgroup_barrier(mem_flags::mem_threadgroup);
+  out[0] = partial[0] + float(h);
+}
+)";
+  auto t = translate_for_simulator(src, "red.metal");
+  const std::string& cpp = t.cpp;
+  ASSERT_EQ(t.kernels.size(), 1u);
+  EXPECT_TRUE(t.kernels[0].needs_fibers);
+  EXPECT_EQ(cpp.rfind("#include <metal_stdlib>\n#line 1 \"red.metal\"\n", 0), 0u);
+  // The user's source occupies the same lines after the two prefix lines.
+  size_t body = cpp.find('\n', cpp.find('\n') + 1) + 1;
+  std::string translated = cpp.substr(body, src.size() + 400);
+  translated = translated.substr(0, translated.find("// ---- generated"));
+  EXPECT_EQ(count_lines(translated), count_lines(src) + 2);  // + the blank lines before the tail
+  auto line_of = [&](const std::string& needle) {
+    size_t at = translated.find(needle);
+    EXPECT_NE(at, std::string::npos) << needle << "\n" << translated;
+    return at == std::string::npos ? 0 : 1 + count_lines(translated.substr(0, at));
+  };
+  EXPECT_EQ(line_of("auto& partial = ::tmps_sim::threadgroup_static<float[256]>(0u, __LINE__);"), 7u);
+  EXPECT_EQ(line_of("auto& counter = ::tmps_sim::threadgroup_static<atomic_uint>(1u, __LINE__);"), 8u);
+  EXPECT_EQ(line_of("auto& tile = ::tmps_sim::threadgroup_static<float4[8][8]>(2u, __LINE__); "
+                    "auto& other = ::tmps_sim::threadgroup_static<float4[4]>(3u, __LINE__);"),
+            9u);
+  EXPECT_EQ(line_of("threadgroup float* alias = partial;"), 11u);  // pointers stay as written
+  EXPECT_EQ(line_of("half h = ((half)1.5) + ((half)2);"), 12u);
+  EXPECT_EQ(line_of("out[0] = partial[0]"), 15u);
+  // Attributes and the kernel keyword are blanked, not removed.
+  EXPECT_EQ(translated.find("[["), std::string::npos);
+  EXPECT_EQ(translated.find("kernel void"), std::string::npos);
+  EXPECT_EQ(line_of("uint tid "), 6u);
+  // The tail: entry, table, runtime pointer.
+  EXPECT_NE(cpp.find("void tmps_sim_entry_reduce(const tmps_sim_args* tmps_args, const tmps_sim_thread* tmps_thread)"), std::string::npos);
+  EXPECT_NE(cpp.find("tmps_args->threadgroup_buffers[0]"), std::string::npos);
+  EXPECT_NE(cpp.find("::tmps_sim::position<"), std::string::npos);
+  EXPECT_NE(cpp.find("tmps_thread->thread_index_in_threadgroup"), std::string::npos);
+  EXPECT_NE(cpp.find("tmps_sim_kernels["), std::string::npos);
+  EXPECT_NE(cpp.find("tmps_sim_rt"), std::string::npos);
+  EXPECT_NE(cpp.find("tmps_sim_abi_version"), std::string::npos);
+}
+
+TEST(MslToCpp, ThreadgroupInitializerIsAnError) {
+  try {
+    translate_for_simulator("kernel void k(device float* a [[buffer(0)]]) {\n  threadgroup float s = 0;\n}");
+    FAIL() << "expected CompileError";
+  } catch (const CompileError& e) {
+    EXPECT_NE(std::string(e.what()).find("kernel.metal:2: error:"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("initializer"), std::string::npos) << e.what();
+  }
+}
