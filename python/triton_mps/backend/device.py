@@ -223,37 +223,11 @@ class MPSUtils:
 def build_pipeline(dev, source: str, name: str, *, issue_warnings: bool = True):
     """The pipeline of a Triton kernel's MSL on native device `dev`: what load_binary loads and
     backend/prebuild.py builds ahead (the same options, so the same pipeline cache key)."""
-    from .compiler import msl_version_for, threads_from_msl
+    from ..compiler.abi import msl_version_for, threads_from_msl
 
     return dev.compile(source, name, math_mode="safe", strict=True, label=name, max_threads=threads_from_msl(source),
                        language_version=msl_version_for(source, dev.info.get("msl_version", "3.1")),
                        issue_warnings=issue_warnings)
-
-
-def prebuild(source: str, name: str) -> None:
-    """Start building a just-compiled kernel's pipeline on the current device, in the background.
-    In Inductor's compile workers the simulator builds it at once, into its on-disk cache, where
-    the process that launches it finds it: the workers build in parallel, and a worker's
-    background thread could still be building when the kernel's first launch needs it."""
-    from . import prebuild as background
-
-    try:
-        dev = _device(None)
-    except Exception:  # noqa: BLE001  (no device: load_binary reports it at the launch)
-        return
-    if _in_inductor_compile_worker():
-        if dev.info["is_simulator"] and background.workers() > 0:
-            try:
-                build_pipeline(dev, source, name, issue_warnings=False)
-            except Exception:  # noqa: BLE001  (load_binary builds again and raises it at the launch)
-                pass
-        return
-    background.start(lambda: build_pipeline(dev, source, name, issue_warnings=False))
-
-
-def _in_inductor_compile_worker() -> bool:
-    utils = sys.modules.get("torch._inductor.compile_worker.utils")
-    return utils is not None and not utils.in_toplevel_process()
 
 
 class PipelineThreadLimit(OutOfResources, LimitExceeded):

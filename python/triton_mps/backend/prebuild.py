@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import atexit
 import os
+import sys
 import threading
 from collections import deque
 from collections.abc import Callable
@@ -116,6 +117,32 @@ def start(build: Build) -> bool:
 def wait_idle() -> None:
     """Until every queued build has run (tests and benchmarks)."""
     _queue.wait_idle()
+
+
+def start_kernel(source: str, name: str) -> None:
+    """Start building a just-compiled kernel's pipeline on the current device, in the background.
+    In Inductor's compile workers the simulator builds it at once, into its on-disk cache, where
+    the process that launches it finds it: the workers build in parallel, and a worker's
+    background thread could still be building when the kernel's first launch needs it."""
+    from .device import _device, build_pipeline
+
+    try:
+        dev = _device(None)
+    except Exception:  # noqa: BLE001  (no device: load_binary reports it at the launch)
+        return
+    if _in_inductor_compile_worker():
+        if dev.info["is_simulator"] and workers() > 0:
+            try:
+                build_pipeline(dev, source, name, issue_warnings=False)
+            except Exception:  # noqa: BLE001  (load_binary builds again and raises it at the launch)
+                pass
+        return
+    start(lambda: build_pipeline(dev, source, name, issue_warnings=False))
+
+
+def _in_inductor_compile_worker() -> bool:
+    utils = sys.modules.get("torch._inductor.compile_worker.utils")
+    return utils is not None and not utils.in_toplevel_process()
 
 
 def _before_fork() -> None:
