@@ -290,7 +290,7 @@ NB_MODULE(_core, m) {
       .def("compile", [](DeviceContext& c, const std::string& source, const std::string& entry,
                          const std::string& math_mode, bool strict, std::vector<std::pair<std::string, std::string>> macros,
                          const std::string& label, const std::string& language_version, uint32_t max_threads,
-                         std::optional<bool> memcheck) {
+                         std::optional<bool> memcheck, bool issue_warnings) {
             CompileOptions o;
             o.max_total_threads = max_threads;
             o.math_mode = parse_math_mode(math_mode);
@@ -306,15 +306,17 @@ NB_MODULE(_core, m) {
                 p = c.cache->get(source, entry, o);
               } catch (...) {
                 nb::gil_scoped_acquire acquire;
-                issue_core_warnings();
+                if (issue_warnings) issue_core_warnings();
                 throw;
               }
             }
-            issue_core_warnings();
+            // Off for background builds (backend/prebuild.py): their warnings wait for the next
+            // build on a caller's thread, where the user (and warnings filters) see them.
+            if (issue_warnings) issue_core_warnings();
             return PipelineRef{p};
           }, "source"_a, "entry"_a, "math_mode"_a = "safe", "strict"_a = true,
           "macros"_a = std::vector<std::pair<std::string, std::string>>{}, "label"_a = "", "language_version"_a = "3.1",
-          "max_threads"_a = 0, "memcheck"_a = nb::none())
+          "max_threads"_a = 0, "memcheck"_a = nb::none(), "issue_warnings"_a = true)
       .def("launch", [](DeviceContext& c, const PipelineRef& p, std::array<uint32_t, 3> grid, std::array<uint32_t, 3> threads,
                         nb::list args, std::vector<std::pair<uint32_t, uint32_t>> threadgroup_memory, int pack_scalars_at,
                         bool timed, nb::object before_own) -> nb::object {

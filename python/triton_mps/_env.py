@@ -57,6 +57,7 @@ VARIABLES: dict[str, tuple[Callable[[str], bool], str]] = {
     "TRITON_MPS_RACECHECK": (lambda v: v in ("", "0", "1"), "0 or 1"),
     "TRITON_MPS_SIM_INTERLEAVE": (lambda v: v.strip() == "" or v.strip().isdigit(), "a seed (an integer >= 0; 0: off)"),
     "TRITON_MPS_SIM_THREADS": (_is_count, "a number of worker threads >= 1"),
+    "TRITON_MPS_PREBUILD": (lambda v: v.strip() == "" or v.strip().isdigit(), "a number of build threads (0: off)"),
     "TRITON_MPS_SIM_STACK_KB": (_is_count, "a fiber stack size in KiB >= 1"),
     "TRITON_MPS_SIM_OPT": (lambda v: v.strip() in ("", "auto", "0", "2"), "auto, 0 or 2"),
     "TRITON_MPS_LAUNCH_SYNC": (_is_flag, FLAG_VALUES),

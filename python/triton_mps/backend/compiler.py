@@ -436,6 +436,11 @@ class MPSBackend(BaseBackend):
             return texts["msl"]
 
         def make_metal(src_msl, metadata):
+            # The pipeline builds in the background from here on; load_binary, at the first
+            # launch, finds it built or joins the build (prebuild.py).
+            from . import prebuild
+
+            prebuild.start_kernel(src_msl, metadata["name"])
             return src_msl.encode("utf-8")
 
         stages["ttir"] = make_ttir

@@ -201,12 +201,10 @@ class MPSUtils:
         source = kernel.decode("utf-8") if isinstance(kernel, (bytes, bytearray)) else kernel
         from ..compiler.abi import msl_version_for, threads_from_msl
 
-        version = msl_version_for(source, dev.info.get("msl_version", "3.1"))
-        warn_if_unordered(source, version)
+        warn_if_unordered(source, msl_version_for(source, dev.info.get("msl_version", "3.1")))
         max_threads = threads_from_msl(source)
         try:
-            pipeline = dev.compile(source, name, math_mode="safe", strict=True, label=name, max_threads=max_threads,
-                                   language_version=version)
+            pipeline = build_pipeline(dev, source, name)  # or joins its prebuild (prebuild.py)
         except LimitExceeded as e:
             # The Metal compiler could not fit the kernel's registers into num_warps * 32
             # threads: OutOfResources, so that Triton's autotuner skips this config.
@@ -220,6 +218,16 @@ class MPSUtils:
 
     def get_device_properties(self, device: Any = None) -> dict:
         return dict(_device_properties(_index(device)))  # a copy: callers may edit theirs
+
+
+def build_pipeline(dev, source: str, name: str, *, issue_warnings: bool = True):
+    """The pipeline of a Triton kernel's MSL on native device `dev`: what load_binary loads and
+    backend/prebuild.py builds ahead (the same options, so the same pipeline cache key)."""
+    from ..compiler.abi import msl_version_for, threads_from_msl
+
+    return dev.compile(source, name, math_mode="safe", strict=True, label=name, max_threads=threads_from_msl(source),
+                       language_version=msl_version_for(source, dev.info.get("msl_version", "3.1")),
+                       issue_warnings=issue_warnings)
 
 
 class PipelineThreadLimit(OutOfResources, LimitExceeded):
