@@ -12,6 +12,9 @@ kernel name, the SHA-256 of the MSL) and each distinct text once under `<dir>/te
 compares the two runs test by test (a test is keyed by its file's name and its test id, so tests
 that moved to another folder still match) and prints every test whose kernels differ, with the
 texts to diff. Kernels compiled in child processes (examples, Inductor workers) are not seen.
+Texts are compared as written and then with every Python file name in them (`/any/path/x.py`)
+made one: a kernel's source-line comments name the file it came from, which moves and is renamed
+with the tests, differs between checkouts and is random for kernels written to temporary files.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import sys
 import tempfile
 from collections import Counter, defaultdict
@@ -71,16 +75,34 @@ def _load(run: Path) -> dict[str, Counter]:
     return by_test
 
 
+_PATH = re.compile(r"(?:/[\w.+-]+)*/?[\w.-]+\.py\b")
+
+
+def _normalized(run: Path, kernels: Counter) -> Counter:
+    out: Counter = Counter()
+    for (kernel, sha), n in kernels.items():
+        text = (run / "texts" / f"{sha}.metal").read_text()
+        text = _PATH.sub("*.py", text)
+        out[(kernel, hashlib.sha256(text.encode()).hexdigest())] += n
+    return out
+
+
 def compare(before: Path, after: Path) -> int:
     a, b = _load(before), _load(after)
     common = sorted(set(a) & set(b))
-    differ = [t for t in common if a[t] != b[t]]
+    raw = [t for t in common if a[t] != b[t]]
+    # A kernel lowered in one run only (Triton's in-process cache had it from an earlier test of
+    # the same worker in the other) is no change of text: only kernels that differ count.
+    normal = {t: (set(_normalized(before, a[t])), set(_normalized(after, b[t]))) for t in raw}
+    differ = [t for t, (x, y) in normal.items() if not (x <= y or y <= x)]
+    print(f"tests in both whose kernels differ as written: {len(raw)}; with paths normalized: "
+          f"{sum(x != y for x, y in normal.values())}, of which lowered in one run only: "
+          f"{sum(x != y and (x <= y or y <= x) for x, y in normal.values())}; differing texts: {len(differ)}")
     all_a = sum(a.values(), Counter())
     all_b = sum(b.values(), Counter())
     print(f"tests that compiled kernels: {len(a)} before, {len(b)} after, {len(common)} in both")
     print(f"compilations: {sum(all_a.values())} before, {sum(all_b.values())} after; "
           f"distinct kernels: {len(all_a)} before, {len(all_b)} after")
-    print(f"tests in both whose kernels differ: {len(differ)}")
     for t in differ:
         gone, new = a[t] - b[t], b[t] - a[t]
         print(f"  {t}")
@@ -91,8 +113,8 @@ def compare(before: Path, after: Path) -> int:
     only = sorted(set(a) ^ set(b))
     if only:
         print(f"tests in one run only: {len(only)} (renamed or not run), e.g. {only[:5]}")
-    distinct_gone = set(all_a) - set(all_b)
-    print(f"distinct kernels of the first run missing from the second: {len(distinct_gone)}")
+    distinct_gone = set(_normalized(before, all_a)) - set(_normalized(after, all_b))
+    print(f"distinct kernels of the first run missing from the second (paths normalized): {len(distinct_gone)}")
     return 1 if differ or distinct_gone else 0
 
 
