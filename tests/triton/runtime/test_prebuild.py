@@ -39,6 +39,7 @@ def test_a_compiled_kernel_is_built_before_its_first_launch(request):
     scale = _fresh_scale(request)
     x = torch.randn(1000)
     out = torch.full_like(x, float("nan"))
+    prebuild.wait_idle()  # builds queued by earlier tests would count here
     before = _stats()
     scaled_copy.warmup(x, out, x.numel(), SCALE=scale, BLOCK=256, grid=(4,))  # compiles, does not load
     prebuild.wait_idle()
@@ -56,8 +57,10 @@ def test_the_launch_joins_a_build_under_way(request):
     scale = _fresh_scale(request)
     x = torch.randn(777)
     out = torch.full_like(x, float("nan"))
+    prebuild.wait_idle()
     before = _stats()
     scaled_copy[(4,)](x, out, x.numel(), SCALE=scale, BLOCK=256)
+    prebuild.wait_idle()
     assert _stats()["misses"] == before["misses"] + 1
     torch.testing.assert_close(out, (x.double() * scale).float())
 
