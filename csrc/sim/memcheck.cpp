@@ -132,6 +132,7 @@ std::string AccessMap::describe(uintptr_t addr, uint64_t size, bool write, const
   o << " at byte offset " << off;
   if (p && p->type_size && off % static_cast<int64_t>(p->type_size) == 0)
     o << " (element " << off / static_cast<int64_t>(p->type_size) << ")";
+  if (best > 4096 && best > bytes) o << ", at address " << hex(addr) << ", far outside it";
   return o.str();
 }
 
