@@ -89,13 +89,18 @@ void AccessMap::allow(const void* p, uint64_t bytes) {
   allowed_.push_back({lo, lo + bytes, 0});
 }
 
-std::string AccessMap::describe(uintptr_t addr, uint64_t size, bool write) const {
+std::string AccessMap::describe(uintptr_t addr, uint64_t size, bool write, const std::string& meant_for) const {
   std::ostringstream o;
   o << "out-of-bounds " << (write ? "store" : "load") << " of " << size << " byte" << (size == 1 ? "" : "s");
   const Range* near = nullptr;
   uint64_t best = UINT64_MAX;
   for (const Range& b : buffers_) {
     const uint64_t d = addr < b.lo ? b.lo - addr : addr >= b.hi ? addr - b.hi + 1 : 0;
+    const tmps_sim_param* q = buffer_param(kernel_, b.index);
+    if (!meant_for.empty() && q && q->name && meant_for == q->name) {  // the kernel's own word on it
+      best = d, near = &b;
+      break;
+    }
     if (d < best) best = d, near = &b;
   }
   if (!near) {
@@ -104,7 +109,8 @@ std::string AccessMap::describe(uintptr_t addr, uint64_t size, bool write) const
   }
   const tmps_sim_param* p = buffer_param(kernel_, near->index);
   const uint64_t bytes = near->hi - near->lo;
-  if (best > 4096 && best > bytes) {  // far from every buffer: say so rather than guess an owner
+  const bool meant = !meant_for.empty() && p && p->name && meant_for == p->name;
+  if (!meant && best > 4096 && best > bytes) {  // far from every buffer: say so rather than guess an owner
     o << " at address " << hex(addr) << ", outside every buffer bound to the kernel (the nearest, buffer("
       << near->index << ")" << (p && p->name ? std::string(" '") + p->name + "'" : std::string()) << ", is "
       << best << " bytes " << (addr < near->lo ? "after" : "before") << " it)";
@@ -116,6 +122,7 @@ std::string AccessMap::describe(uintptr_t addr, uint64_t size, bool write) const
   o << (inside_start ? " straddling the end of " : off < 0 ? " before " : " past the end of ") << "buffer("
     << near->index << ")";
   if (p && p->name) o << " '" << p->name << "'";
+  if (meant) o << " (the buffer its pointer derives from)";
   if (p && p->type && p->is_pointer && p->type_size) {
     o << " (" << p->type << "*, " << bytes / p->type_size << " element" << (bytes / p->type_size == 1 ? "" : "s") << " = "
       << bytes << " bytes)";
@@ -125,6 +132,7 @@ std::string AccessMap::describe(uintptr_t addr, uint64_t size, bool write) const
   o << " at byte offset " << off;
   if (p && p->type_size && off % static_cast<int64_t>(p->type_size) == 0)
     o << " (element " << off / static_cast<int64_t>(p->type_size) << ")";
+  if (best > 4096 && best > bytes) o << ", at address " << hex(addr) << ", far outside it";
   return o.str();
 }
 
@@ -168,8 +176,12 @@ SourceOrigins::SourceOrigins(const std::string& msl) {
     if (first == std::string::npos) continue;
     if (l.compare(first, 5, "// @ ") == 0) {
       marks_.emplace_back(n, l.substr(first + 5));
+    } else if (l.compare(first, 11, "// @buffer ") == 0) {
+      const std::string name = l.substr(first + 11);
+      buffers_.emplace_back(n, name == "-" ? std::string() : name);
     } else if (first == 0 && l[0] != '#' && l[0] != '/' && l[0] != '}') {
       marks_.emplace_back(n, "");  // program scope: a new function starts, earlier marks end
+      buffers_.emplace_back(n, "");
     }
   }
 }
@@ -179,6 +191,14 @@ std::string SourceOrigins::at(uint32_t line) const {
                              [](uint32_t l, const std::pair<uint32_t, std::string>& m) { return l < m.first; });
   if (it == marks_.begin()) return "";
   return std::prev(it)->second;
+}
+
+std::string SourceOrigins::buffer_at(const std::string& line_text, const SourceOrigins* o) {
+  if (!o || line_text.compare(0, 5, "line ") != 0) return "";
+  const unsigned long n = std::strtoul(line_text.c_str() + 5, nullptr, 10);
+  auto it = std::upper_bound(o->buffers_.begin(), o->buffers_.end(), static_cast<uint32_t>(n),
+                             [](uint32_t l, const std::pair<uint32_t, std::string>& m) { return l < m.first; });
+  return n == 0 || it == o->buffers_.begin() ? std::string() : std::prev(it)->second;
 }
 
 std::string SourceOrigins::annotate(const std::string& line_text, const SourceOrigins* o) {

@@ -65,8 +65,10 @@ class AccessMap {
   }
 
   // "out-of-bounds store of 4 bytes to buffer(2) 'out' (float*, 16 elements = 64 bytes) at
-  // byte offset 64 (element 16)", or the nearest buffer for a far address.
-  std::string describe(uintptr_t addr, uint64_t size, bool write) const;
+  // byte offset 64 (element 16)": against `meant_for`, the parameter the access's pointer
+  // derives from (SourceOrigins::buffer_at), when it names a bound buffer; else against the
+  // nearest buffer, or none for a far address.
+  std::string describe(uintptr_t addr, uint64_t size, bool write, const std::string& meant_for = "") const;
 
  private:
   struct Range {
@@ -92,9 +94,15 @@ class SourceOrigins {
   std::string at(uint32_t line) const;
   // "line 46" -> "line 46 (kernel.py:12)"; unchanged without an origin. Null `o`: unchanged.
   static std::string annotate(const std::string& line_text, const SourceOrigins* o);
+  // The kernel parameter ("arg1") the memory accesses at MSL line `line` go through: our
+  // compiler writes `// @buffer arg1` before a load's or store's accesses and `// @buffer -`
+  // after (compiler/provenance.py); "" if unknown. Null `o` or a line text that is not
+  // "line N": "".
+  static std::string buffer_at(const std::string& line_text, const SourceOrigins* o);
 
  private:
-  std::vector<std::pair<uint32_t, std::string>> marks_;  // ascending lines; "": a function boundary
+  std::vector<std::pair<uint32_t, std::string>> marks_;    // ascending lines; "": a function boundary
+  std::vector<std::pair<uint32_t, std::string>> buffers_;  // ascending lines; "": none from here on
 };
 
 }  // namespace tmps::sim

@@ -125,9 +125,12 @@ Region locate(Worker* w, uintptr_t a, uint64_t size) {
 }
 
 [[noreturn]] void report_out_of_bounds(Worker* w, uintptr_t a, uint64_t size, bool write, const void* pc) {
-  std::string line = SourceOrigins::annotate(source_line_of(pc), w->d->spec->origins);
+  const std::string at = source_line_of(pc);
+  const std::string meant_for = SourceOrigins::buffer_at(at, w->d->spec->origins);
+  std::string line = SourceOrigins::annotate(at, w->d->spec->origins);
   set_abort(w, ErrorKind::Dispatch,
-            "kernel '" + kname(w->d->kernel) + "': " + w->d->access.describe(a, size, write) + " by " + thread_desc(*w) +
+            "kernel '" + kname(w->d->kernel) + "': " + w->d->access.describe(a, size, write, meant_for) + " by " +
+                thread_desc(*w) +
                 (line.empty() ? std::string() : " at " + line) +
                 "; the access was stopped before it happened (memcheck; TRITON_MPS_MEMCHECK=0 turns it off)");
   abort_kernel(w);

@@ -79,17 +79,20 @@ def test_oob_store_before_start(mps_driver, bad):
 
 
 @bad_input("out-of-bounds store by 1e9 elements", given="y[i + 10**9] = x[i]",
-           raises="triton_mps.DispatchError", says="outside every buffer bound to the kernel")
+           raises="triton_mps.DispatchError",
+           says="out-of-bounds store of 4 bytes past the end of buffer(1) 'arg1' (the buffer its pointer derives from)")
 def test_oob_store_far(mps_driver, bad):
     x, y = _inputs()
     with bad.expect() as info:
         shifted_copy[(2,)](x, y, 100, 10**9, BLOCK=64)
-    assert "stopped before it happened" in str(info.value)
+    assert "stopped before it happened" in str(info.value) and "(element 1000000" in str(info.value)
+    assert "far outside it" in str(info.value), str(info.value)
     _copy_ok()
 
 
 @bad_input("out-of-bounds load by 1e9 elements", given="x[i + 10**9] read",
-           raises="triton_mps.DispatchError", says="out-of-bounds load of 4 bytes at address")
+           raises="triton_mps.DispatchError",
+           says="out-of-bounds load of 4 bytes past the end of buffer(0) 'arg0' (the buffer its pointer derives from)")
 def test_oob_load_far(mps_driver, bad):
     x, y = _inputs()
     with bad.expect():

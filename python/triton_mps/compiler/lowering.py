@@ -181,6 +181,7 @@ class LoweringContext:
     carried_dots: dict[int, dict] = field(default_factory=dict)
     # (variable, MSL type) each tt.map_elementwise.return assigns, innermost map last
     map_results: list[list[tuple[str, str]]] = field(default_factory=list)
+    carried: dict[int, list] | None = None  # provenance.py's structured-control-flow map, on first use
 
     def __post_init__(self):
         self.e.helpers = self.state.helpers

@@ -71,3 +71,12 @@ def test_negative_stride_view_past_its_memory_is_still_out_of_bounds(mps_driver)
     with pytest.raises(triton_mps.DispatchError, match=want):
         gather_strided[(1,)](view, -1, out, 9, BLOCK=16)  # the 9th read is one element below
 
+
+
+def test_reinterpret_view_read_below_its_data_ptr(mps_driver):
+    """triton.reinterpret wraps a view: it binds the storage of the tensor it wraps, as the view would."""
+    dev = mps_driver.get_active_torch_device()
+    x = torch.arange(16, dtype=torch.int32, device=dev)
+    out = torch.full((4,), -1, dtype=torch.int32, device=dev)
+    gather_strided[(1,)](triton.reinterpret(x[4:], tl.float32), -1, triton.reinterpret(out, tl.float32), 4, BLOCK=4)
+    torch.testing.assert_close(out.cpu(), torch.tensor([4, 3, 2, 1], dtype=torch.int32))

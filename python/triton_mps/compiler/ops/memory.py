@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 from ..axis_info import AxisAnalysis, vector_runs
 from ..coherence import device_ptr
 from ..ir import Op
 from ..lowering import LoweringContext, lowers
 from ..mslib import fp64
+from ..provenance import carried_values, parameter_of
 from ..types import PointerType, ScalarType, TensorType, elem_of
 
 
@@ -97,6 +100,21 @@ def _all(conds: list[str]) -> str:
     return " && ".join(f"({c})" for c in conds)
 
 
+@contextmanager
+def _accesses_of(ctx: LoweringContext, ptr):
+    """Marks the lines emitted inside as accesses through the kernel parameter `ptr` derives
+    from (provenance.py), for memcheck's report; no mark when that is not one parameter."""
+    if ctx.carried is None:
+        ctx.carried = carried_values(ctx.func)
+    param = parameter_of(ctx.func, ctx.carried, ptr)
+    if param is None:
+        yield
+        return
+    ctx.e.line(f"// @buffer {param}")
+    yield
+    ctx.e.line("// @buffer -")
+
+
 @lowers("tt.load")
 def load(ctx: LoweringContext, op: Op):
     ptr = op.operands[0]
@@ -115,6 +133,11 @@ def load(ctx: LoweringContext, op: Op):
         alt = ctx.expr(other, r) if other is not None else zero
         return f"{ctx.expr(mask, r)} ? {load_expr} : {alt}"
 
+    with _accesses_of(ctx, ptr):
+        _load_regs(ctx, ptr, mask, res, ety, zero, reg)
+
+
+def _load_regs(ctx: LoweringContext, ptr, mask, res, ety, zero, reg) -> None:
     runs = _vector_runs(ctx, ptr, ety, list(range(ctx.num_regs(ptr)))) if isinstance(ptr.type, TensorType) else {}
     if not runs:
         ctx.define(res, reg, hint=ctx.hint(res, "ld"))
@@ -185,7 +208,7 @@ def store(ctx: LoweringContext, op: Op):
             else:
                 e.line(scalar(r))
 
-    with e.guarded(owner):
+    with _accesses_of(ctx, ptr), e.guarded(owner):
         body()
 
 
