@@ -2,6 +2,7 @@
 // (triton_mps.CompileError, ...) carrying the original message.
 #pragma once
 
+#include <cstdint>
 #include <stdexcept>
 #include <string>
 
@@ -20,8 +21,12 @@ struct CompileError : Error {
   using Error::Error;
 };
 // A Metal limit exceeded: threads per threadgroup, threadgroup memory, buffer bindings.
+// `limit`: the limit in force where one number says it (Metal's threads for a pipeline), else 0;
+// Python reads it as the exception's `limit` attribute.
 struct LimitExceeded : Error {
   using Error::Error;
+  LimitExceeded(const std::string& message, uint64_t limit_) : Error(message), limit(limit_) {}
+  uint64_t limit = 0;
 };
 // A dispatch failed while running (simulator: divergent barrier, deadlock, device fault, fail()).
 struct DispatchError : Error {

@@ -584,7 +584,8 @@ std::shared_ptr<Pipeline> MetalDevice::build_pipeline(const std::string& source,
   if (options.max_total_threads && state->maxTotalThreadsPerThreadgroup() < options.max_total_threads)
     throw LimitExceeded("kernel '" + label + "': Metal can run at most " +
                         std::to_string(state->maxTotalThreadsPerThreadgroup()) + " threads per threadgroup of it, " +
-                        "it needs " + std::to_string(options.max_total_threads) + " (use fewer warps)");
+                        "it needs " + std::to_string(options.max_total_threads) + " (use fewer warps)",
+                        state->maxTotalThreadsPerThreadgroup());
   std::shared_ptr<const sim::SourceOrigins> origins;
   if (validation_) origins = std::make_shared<const sim::SourceOrigins>(source);  // for validation reports
   return std::make_shared<MetalPipeline>(entry, decl->params, decl->line, std::move(state), std::move(origins));

@@ -181,6 +181,13 @@ NB_MODULE(_core, m) {
       set_error_text(e_compile, e.what());
     } catch (const LimitExceeded& e) {
       set_error_text(e_limit, e.what());
+      PyObject *type = nullptr, *value = nullptr, *trace = nullptr;
+      PyErr_Fetch(&type, &value, &trace);
+      PyErr_NormalizeException(&type, &value, &trace);
+      PyObject* limit = PyLong_FromUnsignedLongLong(e.limit);
+      if (value && limit) PyObject_SetAttrString(value, "limit", limit);
+      Py_XDECREF(limit);
+      PyErr_Restore(type, value, trace);
     } catch (const DispatchError& e) {
       set_error_text(e_dispatch, e.what());
     } catch (const Interrupted& e) {

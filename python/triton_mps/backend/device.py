@@ -208,7 +208,7 @@ class MPSUtils:
         except LimitExceeded as e:
             # The Metal compiler could not fit the kernel's registers into num_warps * 32
             # threads: OutOfResources, so that Triton's autotuner skips this config.
-            raise PipelineThreadLimit(max_threads, _at_most(str(e)), f"threads per threadgroup ({e})") from None
+            raise PipelineThreadLimit(max_threads, getattr(e, "limit", 0), f"threads per threadgroup ({e})") from None
         function = _core().TritonFunction(dev, pipeline)
         max_threads = int(pipeline.max_total_threads_per_threadgroup)
         return function, function, registers_per_thread(max_threads), 0, max_threads
@@ -233,14 +233,6 @@ def build_pipeline(dev, source: str, name: str, *, issue_warnings: bool = True):
 class PipelineThreadLimit(OutOfResources, LimitExceeded):
     """The Metal compiler could not fit a kernel into the threadgroup size it was compiled for:
     OutOfResources (Triton's autotuner prunes the config) and our LimitExceeded (a ValueError)."""
-
-
-def _at_most(message: str) -> int:
-    """The limit in the native error's "Metal can run at most N threads" (0 if absent)."""
-    import re
-
-    m = re.search(r"at most (\d+)", message)
-    return int(m.group(1)) if m else 0
 
 
 UNORDERED_WARNING = (
