@@ -63,7 +63,6 @@ namespace tmps_sim {
 // a quarter of a warm run went to those checks and calls).
 #define TMPS_SHIM_TRUSTED __attribute__((no_sanitize("address")))
 
-TMPS_SHIM_TRUSTED inline const tmps_sim_thread* me() { return tmps_sim_rt->current_thread(); }
 
 
 // One exchange as seen by the calling lane: the snapshot plus the group (32 lanes for simd_*,
@@ -81,7 +80,7 @@ template<class T> TMPS_SHIM_TRUSTED inline group_view exchange(site s, const T& 
   static_assert(sizeof(T) <= TMPS_SIM_EXCHANGE_SLOT, "SIMD-group function: value larger than 64 bytes");
   group_view g;
   g.x = tmps_sim_rt->simd_exchange(&v, sizeof(T), s.id, s.line);
-  g.lane = me()->thread_index_in_simdgroup;
+  g.lane = g.x->lane;
   g.width = width;
   g.base = g.lane & ~(width - 1u);
   unsigned gm = width >= 32 ? 0xffffffffu : (((1u << width) - 1u) << g.base);
