@@ -276,10 +276,24 @@ void k_positions(const tmps_sim_args* a, const tmps_sim_thread* t) {
 
 std::mutex g_ids_mu;
 std::set<std::thread::id> g_ids;
+// Records the worker thread, then (thread 0 of each threadgroup) waits up to 10 s for a second
+// worker to show up: without the wait, one worker could run all 64 threadgroups before the OS
+// starts the other on a loaded machine (the test failed that way once the simulator got faster).
 void k_record_worker(const tmps_sim_args* a, const tmps_sim_thread* t) {
   if (t->thread_index_in_threadgroup == 0) {
-    std::lock_guard<std::mutex> lock(g_ids_mu);
-    g_ids.insert(std::this_thread::get_id());
+    {
+      std::lock_guard<std::mutex> lock(g_ids_mu);
+      g_ids.insert(std::this_thread::get_id());
+    }
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    for (;;) {
+      {
+        std::lock_guard<std::mutex> lock(g_ids_mu);
+        if (g_ids.size() >= 2) break;
+      }
+      if (std::chrono::steady_clock::now() > deadline) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
   }
   k_reduce(a, t);
 }
