@@ -145,6 +145,7 @@ struct Worker {
   DispatchState* d = nullptr;
   uint64_t group = 0;
   bool fiber_mode = false;
+  bool chain = false;  // fiber mode without interleaving: a blocking lane resumes the next (block)
   uint32_t current = 0;
   const tmps_sim_thread* cur_thread = nullptr;
   tmps_sim_thread single{};  // the running thread when not using fibers
@@ -180,9 +181,18 @@ std::string thread_desc(const Worker& w);
 // Leaving kernel code (see scheduler.cpp): the message first (set_abort), then abort_kernel.
 [[noreturn]] void abort_kernel(Worker* w);
 void set_abort(Worker* w, ErrorKind kind, const std::string& message) noexcept;
-Worker* require_worker(const char* service);
+[[noreturn]] void no_worker(const char* service);
+// The worker of the calling kernel code; aborts the process outside a dispatch. Inline: every
+// runtime service starts with it (a SIMD-group shuffle is a handful of instructions otherwise).
+inline Worker* require_worker(const char* service) {
+  Worker* w = tls_worker;
+  if (__builtin_expect(!w || !w->d, 0)) no_worker(service);
+  return w;
+}
 [[noreturn]] void stop_kernel(Worker* w);
 [[noreturn]] void fail_without_fibers(Worker* w, const char* service, tmps_u32 line);
+// Suspend the running lane (its state already set). See scheduler.cpp: the next lane of the
+// scheduler's pass is resumed directly, without a round trip through the scheduler.
 void block(Worker* w);
 
 // ---- racecheck.cpp -------------------------------------------------------------------------

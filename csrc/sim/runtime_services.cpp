@@ -60,7 +60,9 @@ const tmps_sim_exchange* rt_simd_exchange(const void* value, tmps_u32 size, tmps
   l.size = size;
   if (size) std::memcpy(l.deposit, value, size);
   block(w);
-  return &w->snapshots[w->current / kSimd];
+  tmps_sim_exchange& snap = w->snapshots[w->current / kSimd];
+  snap.lane = w->current % kSimd;  // for this lane, until it next calls the runtime (tmps_sim_abi.h)
+  return &snap;
 }
 
 void* rt_threadgroup_static(tmps_u32 id, tmps_u64 size, tmps_u64 align, tmps_u32 line) {

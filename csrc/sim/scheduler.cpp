@@ -95,13 +95,9 @@ void set_abort(Worker* w, ErrorKind kind, const std::string& message) noexcept {
   }
 }
 
-Worker* require_worker(const char* service) {
-  Worker* w = tls_worker;
-  if (!w || !w->d) {
-    std::fprintf(stderr, "triton-mps simulator: %s called outside a dispatch\n", service);
-    std::abort();
-  }
-  return w;
+[[noreturn]] void no_worker(const char* service) {
+  std::fprintf(stderr, "triton-mps simulator: %s called outside a dispatch\n", service);
+  std::abort();
 }
 
 // Leave kernel code because the dispatch was cancelled (Ctrl-C, watchdog).
@@ -119,8 +115,39 @@ Worker* require_worker(const char* service) {
   abort_kernel(w);
 }
 
-// Block the running fiber until the worker resumes it.
-void block(Worker* w) { fiber_switch(&w->lanes[w->current].sp, w->sched_sp); }
+namespace {
+
+// Switch from the running lane to the next one of the scheduler's pass (run_group_fibers: lanes
+// in descending order, each until it blocks): the next lower runnable lane, or the scheduler
+// when there is none. A lane changes only its own state while the pass runs, so the lanes run in
+// exactly the order of a scheduler resuming each one in turn, with one switch per blocking lane
+// instead of two. Interleaving (a random order) goes through the scheduler.
+void switch_to_next(Worker* w, uint32_t from) {
+  if (w->chain) {
+    for (uint32_t j = from; j-- > 0;) {
+      if (w->lanes[j].state != LaneState::Runnable) continue;
+      w->current = j;
+      w->cur_thread = &w->threads[j];
+      fiber_switch(&w->lanes[from].sp, w->lanes[j].sp);
+      return;
+    }
+  }
+  fiber_switch(&w->lanes[from].sp, w->sched_sp);
+}
+
+}  // namespace
+
+// Block the running fiber until a lane or the worker resumes it (who resumes a lane sets
+// `current` and `cur_thread` first). A lane still Runnable (interleaving's random yield) always
+// returns to the scheduler.
+void block(Worker* w) {
+  const uint32_t me = w->current;
+  if (w->lanes[me].state == LaneState::Runnable) {
+    fiber_switch(&w->lanes[me].sp, w->sched_sp);
+    return;
+  }
+  switch_to_next(w, me);
+}
 
 namespace {
 
@@ -132,7 +159,7 @@ void fiber_main(void* arg) {
   const uint32_t lane = w->current;
   w->d->kernel->entry(&w->args, &w->threads[lane]);
   w->lanes[lane].state = LaneState::Done;
-  fiber_switch(&w->lanes[lane].sp, w->sched_sp);
+  switch_to_next(w, lane);
   __builtin_trap();  // a finished fiber is never resumed
 }
 
@@ -345,8 +372,11 @@ void run_group_fibers(Worker& w) {
         }
       }
     } else {  // descending lane order (see run_group_loop), each until it blocks
-      for (uint32_t i = n; i-- > 0;) {
-        if (w.lanes[i].state != LaneState::Runnable) continue;
+      // The highest runnable lane; it and the lanes after it pass control down the pass
+      // themselves (switch_to_next), and the last one returns here.
+      uint32_t i = n;
+      while (i-- > 0 && w.lanes[i].state != LaneState::Runnable) {}
+      if (i < n) {
         resume(i);
         if (w.aborting) return;
       }
@@ -405,6 +435,7 @@ void prepare_worker(Worker& w, DispatchState& d) {
   w.d = &d;
   w.counters = DispatchCounters{};
   w.fiber_mode = d.kernel->needs_fibers != 0 || (d.checks & TMPS_CHECK_INTERLEAVE) != 0;
+  w.chain = w.fiber_mode && (d.checks & TMPS_CHECK_INTERLEAVE) == 0;
   if ((d.checks & TMPS_CHECK_RACE) && w.shadow.empty()) w.shadow.resize(kMaxThreadgroupMemory);
   w.aborting = false;
   w.trap.sig = 0;

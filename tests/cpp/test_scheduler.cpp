@@ -243,6 +243,24 @@ void k_order(const tmps_sim_args* a, const tmps_sim_thread* t) {
   }
 }
 
+// The whole schedule of a threadgroup whose lanes block at different points: lanes that return
+// early, two collectives, half a SIMD-group meeting again. Each note logs phase * 1000 + tid.
+void k_pass_order(const tmps_sim_args* a, const tmps_sim_thread* t) {
+  auto* log = buf<uint32_t>(a, 0);
+  auto* counter = buf<std::atomic<uint32_t>>(a, 1);
+  const uint32_t tid = t->thread_index_in_threadgroup, lane = t->thread_index_in_simdgroup;
+  auto note = [&](uint32_t phase) { log[counter->fetch_add(1)] = phase * 1000 + tid; };
+  note(0);
+  if (tid % 5 == 0) return;
+  simd_sum(tid, 21, 60);
+  note(1);
+  if (lane < 16) {
+    simd_sum(tid, 22, 62);
+    note(2);
+  }
+  note(3);
+}
+
 void k_positions(const tmps_sim_args* a, const tmps_sim_thread* t) {
   auto* out = buf<uint32_t>(a, 0);
   const uint32_t* gp = t->thread_position_in_grid;
@@ -258,10 +276,24 @@ void k_positions(const tmps_sim_args* a, const tmps_sim_thread* t) {
 
 std::mutex g_ids_mu;
 std::set<std::thread::id> g_ids;
+// Records the worker thread, then (thread 0 of each threadgroup) waits up to 10 s for a second
+// worker to show up: without the wait, one worker could run all 64 threadgroups before the OS
+// starts the other on a loaded machine (the test failed that way once the simulator got faster).
 void k_record_worker(const tmps_sim_args* a, const tmps_sim_thread* t) {
   if (t->thread_index_in_threadgroup == 0) {
-    std::lock_guard<std::mutex> lock(g_ids_mu);
-    g_ids.insert(std::this_thread::get_id());
+    {
+      std::lock_guard<std::mutex> lock(g_ids_mu);
+      g_ids.insert(std::this_thread::get_id());
+    }
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    for (;;) {
+      {
+        std::lock_guard<std::mutex> lock(g_ids_mu);
+        if (g_ids.size() >= 2) break;
+      }
+      if (std::chrono::steady_clock::now() > deadline) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
   }
   k_reduce(a, t);
 }
@@ -604,6 +636,35 @@ TEST(Scheduler, DeterministicLaneOrder) {
   for (uint32_t i = 0; i < 96; ++i) ASSERT_EQ(a[i], 95 - i);
   EXPECT_EQ(a, run_order(1));
   EXPECT_EQ(a, run_order(2));
+}
+
+// The schedule is the documented rule, whichever way control passes between lanes (a blocking
+// lane resumes the next one itself): passes over the runnable lanes in descending order, each
+// lane until it blocks or returns, collectives completed between passes.
+TEST(Scheduler, PassOrderWithBlockedAndFinishedLanes) {
+  Scheduler s(1);
+  auto k = make_kernel("pass_order", k_pass_order, true);
+  const uint32_t n = 64;
+  std::vector<uint32_t> log(n * 4, 0xFFFF), counter(1, 0);
+  LaunchSpec spec = spec_for(k, 1, n);
+  bind(spec, 0, log);
+  bind(spec, 1, counter);
+  s.run(spec);
+  std::vector<uint32_t> want;
+  for (uint32_t i = n; i-- > 0;) want.push_back(i);  // pass 1: everyone, to the first collective
+  for (uint32_t i = n; i-- > 0;) {                    // pass 2: the lanes that met there
+    if (i % 5 == 0) continue;
+    want.push_back(1000 + i);
+    if (i % 32 >= 16) want.push_back(3000 + i);  // upper half runs to its end
+  }
+  for (uint32_t i = n; i-- > 0;)  // pass 3: the lower halves, after their second collective
+    if (i % 5 != 0 && i % 32 < 16) {
+      want.push_back(2000 + i);
+      want.push_back(3000 + i);
+    }
+  ASSERT_EQ(counter[0], want.size());
+  log.resize(want.size());
+  EXPECT_EQ(log, want);
 }
 
 TEST(Scheduler, TwoWorkers) {

@@ -45,8 +45,9 @@
 #include "tmps_metal_atomic.h"
 
 namespace tmps_sim {
-// Thread positions as the kernel parameter's type.
-template<class T> inline T position(const tmps_u32 (&v)[3]) {
+// Thread positions as the kernel parameter's type. Trusted (tmps_metal_simd.h): they read the
+// runtime's thread record, which memcheck's fast path does not cover.
+template<class T> TMPS_SHIM_TRUSTED inline T position(const tmps_u32 (&v)[3]) {
   typedef typename vt<T>::elem E;
   if constexpr (vt<T>::n == 2) return make<E, 2>(v[0], v[1]);
   else if constexpr (vt<T>::n == 3) return make<E, 3>(v[0], v[1], v[2]);
@@ -55,7 +56,7 @@ template<class T> inline T position(const tmps_u32 (&v)[3]) {
     return (T)v[0];
   }
 }
-template<class T> inline T position(tmps_u32 v) { return (T)v; }
+template<class T> TMPS_SHIM_TRUSTED inline T position(tmps_u32 v) { return (T)v; }
 }  // namespace tmps_sim
 #pragma GCC visibility pop
 

@@ -97,7 +97,7 @@ TMPS_SHIM_TRUSTED inline void mma(site s, ::metal::simdgroup_matrix<TD, 8, 8>& d
     const float* v = which == 0 ? p.a : which == 1 ? p.b : p.c;
     return v[col & 1u];
   };
-  unsigned l = lane_now(), r = mat_row(l), c0 = mat_col0(l);
+  unsigned l = x->lane, r = mat_row(l), c0 = mat_col0(l);
   for (unsigned k = 0; k < 2; ++k) {
     unsigned col = c0 + k;
     float acc = 0.0f;

@@ -53,13 +53,17 @@ class quad_vote {
 
 namespace tmps_sim {
 
-inline const tmps_sim_thread* me() { return tmps_sim_rt->current_thread(); }
-
 // Shim code that touches only the runtime's SIMD-group exchange and the calling lane's own
 // values, never memory a kernel addresses: memcheck does not instrument it. (The exchange
 // buffers are checked as "private" memory otherwise: for tl.dot kernels that slow path was
-// over half the run time.)
+// over half the run time.) The whole chain from the metal:: entry points down is trusted:
+// clang inlines only between functions of the same sanitizer attributes, so one instrumented
+// link in the chain means an out-of-line call per link and, worse, the caller's value stored
+// in an instrumented stack slot whose check takes memcheck's slow path (measured on softmax:
+// a quarter of a warm run went to those checks and calls).
 #define TMPS_SHIM_TRUSTED __attribute__((no_sanitize("address")))
+
+
 
 // One exchange as seen by the calling lane: the snapshot plus the group (32 lanes for simd_*,
 // the caller's 4 lanes for quad_*).
@@ -69,14 +73,14 @@ struct group_view {
   unsigned base;    // first lane of the caller's group
   unsigned width;   // 32 or 4
   unsigned active;  // active lanes of the caller's group (SIMD-group lane bits)
-  bool on(unsigned l) const { return l < 32 && ((active >> l) & 1u); }
+  TMPS_SHIM_TRUSTED bool on(unsigned l) const { return l < 32 && ((active >> l) & 1u); }
 };
 
 template<class T> TMPS_SHIM_TRUSTED inline group_view exchange(site s, const T& v, unsigned width) {
   static_assert(sizeof(T) <= TMPS_SIM_EXCHANGE_SLOT, "SIMD-group function: value larger than 64 bytes");
   group_view g;
   g.x = tmps_sim_rt->simd_exchange(&v, sizeof(T), s.id, s.line);
-  g.lane = me()->thread_index_in_simdgroup;
+  g.lane = g.x->lane;
   g.width = width;
   g.base = g.lane & ~(width - 1u);
   unsigned gm = width >= 32 ? 0xffffffffu : (((1u << width) - 1u) << g.base);
@@ -102,60 +106,60 @@ template<class T, class Op> TMPS_SHIM_TRUSTED inline T fold(const group_view& g,
   }
   return acc;
 }
-template<class T> inline T read_or_own(const group_view& g, unsigned src, T own) {
+template<class T> TMPS_SHIM_TRUSTED inline T read_or_own(const group_view& g, unsigned src, T own) {
   return g.on(src) ? value_of<T>(g, src) : own;
 }
-template<class T> inline T zero_of() { return (T)0; }
-template<class T> inline T one_of() { return (T)1; }
+template<class T> TMPS_SHIM_TRUSTED inline T zero_of() { return (T)0; }
+template<class T> TMPS_SHIM_TRUSTED inline T one_of() { return (T)1; }
 
-struct op_add { template<class T> T operator()(T a, T b) const { return a + b; } };
-struct op_mul { template<class T> T operator()(T a, T b) const { return a * b; } };
-struct op_min { template<class T> T operator()(T a, T b) const { return ::metal::min(a, b); } };
-struct op_max { template<class T> T operator()(T a, T b) const { return ::metal::max(a, b); } };
-struct op_and { template<class T> T operator()(T a, T b) const { return a & b; } };
-struct op_or { template<class T> T operator()(T a, T b) const { return a | b; } };
-struct op_xor { template<class T> T operator()(T a, T b) const { return a ^ b; } };
+struct op_add { template<class T> TMPS_SHIM_TRUSTED T operator()(T a, T b) const { return a + b; } };
+struct op_mul { template<class T> TMPS_SHIM_TRUSTED T operator()(T a, T b) const { return a * b; } };
+struct op_min { template<class T> TMPS_SHIM_TRUSTED T operator()(T a, T b) const { return ::metal::min(a, b); } };
+struct op_max { template<class T> TMPS_SHIM_TRUSTED T operator()(T a, T b) const { return ::metal::max(a, b); } };
+struct op_and { template<class T> TMPS_SHIM_TRUSTED T operator()(T a, T b) const { return a & b; } };
+struct op_or { template<class T> TMPS_SHIM_TRUSTED T operator()(T a, T b) const { return a | b; } };
+struct op_xor { template<class T> TMPS_SHIM_TRUSTED T operator()(T a, T b) const { return a ^ b; } };
 
 // The group functions, for a group of width W (32: simd, 4: quad).
 template<unsigned W> struct grp {
-  template<class T, class Op> static T reduce(site s, T v, Op op) {
+  template<class T, class Op> TMPS_SHIM_TRUSTED static T reduce(site s, T v, Op op) {
     group_view g = exchange(s, v, W);
     return fold(g, v, g.base + W, op);
   }
-  template<class T, class Op> static T prefix(site s, T v, Op op, T init, bool inclusive) {
+  template<class T, class Op> TMPS_SHIM_TRUSTED static T prefix(site s, T v, Op op, T init, bool inclusive) {
     group_view g = exchange(s, v, W);
     return fold(g, init, g.lane + (inclusive ? 1u : 0u), op);
   }
   // Shuffle helpers: the source lane index is relative to the group.
-  template<class T> static T shuffle(site s, T v, unsigned idx) {
+  template<class T> TMPS_SHIM_TRUSTED static T shuffle(site s, T v, unsigned idx) {
     group_view g = exchange(s, v, W);
     return idx < W ? read_or_own(g, g.base + idx, v) : v;
   }
-  template<class T> static T shuffle_xor(site s, T v, unsigned mask) {
+  template<class T> TMPS_SHIM_TRUSTED static T shuffle_xor(site s, T v, unsigned mask) {
     group_view g = exchange(s, v, W);
     return read_or_own(g, g.base + ((g.lane - g.base) ^ (mask & (W - 1u))), v);
   }
-  template<class T> static T shuffle_up(site s, T v, unsigned delta) {
+  template<class T> TMPS_SHIM_TRUSTED static T shuffle_up(site s, T v, unsigned delta) {
     group_view g = exchange(s, v, W);
     unsigned i = g.lane - g.base;
     return delta <= i ? read_or_own(g, g.lane - delta, v) : v;
   }
-  template<class T> static T shuffle_down(site s, T v, unsigned delta) {
+  template<class T> TMPS_SHIM_TRUSTED static T shuffle_down(site s, T v, unsigned delta) {
     group_view g = exchange(s, v, W);
     unsigned i = g.lane - g.base;
     return delta < W - i ? read_or_own(g, g.lane + delta, v) : v;
   }
-  template<class T> static T rotate_up(site s, T v, unsigned delta) {
+  template<class T> TMPS_SHIM_TRUSTED static T rotate_up(site s, T v, unsigned delta) {
     group_view g = exchange(s, v, W);
     return read_or_own(g, g.base + ((g.lane - g.base + W - delta % W) % W), v);
   }
-  template<class T> static T rotate_down(site s, T v, unsigned delta) {
+  template<class T> TMPS_SHIM_TRUSTED static T rotate_down(site s, T v, unsigned delta) {
     group_view g = exchange(s, v, W);
     return read_or_own(g, g.base + ((g.lane - g.base + delta) % W), v);
   }
   // Shift across the concatenation of data (this group) and fill (next group, for down; the
   // previous one, for up), in sub-groups of `mod` lanes (a power of two, at most W).
-  template<class T> static T fill_down(site s, T v, T fill, unsigned delta, unsigned mod) {
+  template<class T> TMPS_SHIM_TRUSTED static T fill_down(site s, T v, T fill, unsigned delta, unsigned mod) {
     struct pair { T d, f; } mine = {v, fill};
     group_view g = exchange(s, mine, W);
     unsigned m = mod == 0 || mod > W ? W : mod, sub = g.lane & ~(m - 1u), i = g.lane - sub + delta;
@@ -164,7 +168,7 @@ template<unsigned W> struct grp {
     pair p = value_of<pair>(g, src);
     return i < m ? p.d : p.f;
   }
-  template<class T> static T fill_up(site s, T v, T fill, unsigned delta, unsigned mod) {
+  template<class T> TMPS_SHIM_TRUSTED static T fill_up(site s, T v, T fill, unsigned delta, unsigned mod) {
     struct pair { T d, f; } mine = {v, fill};
     group_view g = exchange(s, mine, W);
     unsigned m = mod == 0 || mod > W ? W : mod, sub = g.lane & ~(m - 1u), i = g.lane - sub;
@@ -173,12 +177,12 @@ template<unsigned W> struct grp {
     pair p = value_of<pair>(g, src);
     return i >= delta ? p.d : p.f;
   }
-  template<class T> static T broadcast_first(site s, T v) {
+  template<class T> TMPS_SHIM_TRUSTED static T broadcast_first(site s, T v) {
     group_view g = exchange(s, v, W);
     return value_of<T>(g, (unsigned)__builtin_ctz(g.active));
   }
   // Bits of active lanes whose predicate is true, relative to the group's first lane.
-  static unsigned ballot(site s, bool b, unsigned* active) {
+  TMPS_SHIM_TRUSTED static unsigned ballot(site s, bool b, unsigned* active) {
     group_view g = exchange(s, b, W);
     unsigned bits = 0;
     for (unsigned l = g.base; l < g.base + W; ++l)
@@ -186,7 +190,7 @@ template<unsigned W> struct grp {
     *active = W >= 32 ? g.active : (g.active >> g.base);
     return bits;
   }
-  static bool is_first(site s) {
+  TMPS_SHIM_TRUSTED static bool is_first(site s) {
     group_view g = exchange(s, (unsigned char)0, W);
     return g.lane == (unsigned)__builtin_ctz(g.active);
   }
@@ -197,40 +201,40 @@ template<unsigned W> struct grp {
 namespace metal {
 
 #define TMPS_GROUP_FUNCS(P, W, VOTE)                                                                          \
-  template<class T> inline T P##_sum(::tmps_sim::site s, T v) { return ::tmps_sim::grp<W>::reduce(s, v, ::tmps_sim::op_add()); } \
-  template<class T> inline T P##_product(::tmps_sim::site s, T v) { return ::tmps_sim::grp<W>::reduce(s, v, ::tmps_sim::op_mul()); } \
-  template<class T> inline T P##_min(::tmps_sim::site s, T v) { return ::tmps_sim::grp<W>::reduce(s, v, ::tmps_sim::op_min()); } \
-  template<class T> inline T P##_max(::tmps_sim::site s, T v) { return ::tmps_sim::grp<W>::reduce(s, v, ::tmps_sim::op_max()); } \
-  template<class T> inline T P##_and(::tmps_sim::site s, T v) { return ::tmps_sim::grp<W>::reduce(s, v, ::tmps_sim::op_and()); } \
-  template<class T> inline T P##_or(::tmps_sim::site s, T v) { return ::tmps_sim::grp<W>::reduce(s, v, ::tmps_sim::op_or()); } \
-  template<class T> inline T P##_xor(::tmps_sim::site s, T v) { return ::tmps_sim::grp<W>::reduce(s, v, ::tmps_sim::op_xor()); } \
-  template<class T> inline T P##_prefix_inclusive_sum(::tmps_sim::site s, T v) {                             \
+  template<class T> TMPS_SHIM_TRUSTED inline T P##_sum(::tmps_sim::site s, T v) { return ::tmps_sim::grp<W>::reduce(s, v, ::tmps_sim::op_add()); } \
+  template<class T> TMPS_SHIM_TRUSTED inline T P##_product(::tmps_sim::site s, T v) { return ::tmps_sim::grp<W>::reduce(s, v, ::tmps_sim::op_mul()); } \
+  template<class T> TMPS_SHIM_TRUSTED inline T P##_min(::tmps_sim::site s, T v) { return ::tmps_sim::grp<W>::reduce(s, v, ::tmps_sim::op_min()); } \
+  template<class T> TMPS_SHIM_TRUSTED inline T P##_max(::tmps_sim::site s, T v) { return ::tmps_sim::grp<W>::reduce(s, v, ::tmps_sim::op_max()); } \
+  template<class T> TMPS_SHIM_TRUSTED inline T P##_and(::tmps_sim::site s, T v) { return ::tmps_sim::grp<W>::reduce(s, v, ::tmps_sim::op_and()); } \
+  template<class T> TMPS_SHIM_TRUSTED inline T P##_or(::tmps_sim::site s, T v) { return ::tmps_sim::grp<W>::reduce(s, v, ::tmps_sim::op_or()); } \
+  template<class T> TMPS_SHIM_TRUSTED inline T P##_xor(::tmps_sim::site s, T v) { return ::tmps_sim::grp<W>::reduce(s, v, ::tmps_sim::op_xor()); } \
+  template<class T> TMPS_SHIM_TRUSTED inline T P##_prefix_inclusive_sum(::tmps_sim::site s, T v) {                             \
     return ::tmps_sim::grp<W>::prefix(s, v, ::tmps_sim::op_add(), ::tmps_sim::zero_of<T>(), true); }          \
-  template<class T> inline T P##_prefix_exclusive_sum(::tmps_sim::site s, T v) {                             \
+  template<class T> TMPS_SHIM_TRUSTED inline T P##_prefix_exclusive_sum(::tmps_sim::site s, T v) {                             \
     return ::tmps_sim::grp<W>::prefix(s, v, ::tmps_sim::op_add(), ::tmps_sim::zero_of<T>(), false); }         \
-  template<class T> inline T P##_prefix_inclusive_product(::tmps_sim::site s, T v) {                         \
+  template<class T> TMPS_SHIM_TRUSTED inline T P##_prefix_inclusive_product(::tmps_sim::site s, T v) {                         \
     return ::tmps_sim::grp<W>::prefix(s, v, ::tmps_sim::op_mul(), ::tmps_sim::one_of<T>(), true); }           \
-  template<class T> inline T P##_prefix_exclusive_product(::tmps_sim::site s, T v) {                         \
+  template<class T> TMPS_SHIM_TRUSTED inline T P##_prefix_exclusive_product(::tmps_sim::site s, T v) {                         \
     return ::tmps_sim::grp<W>::prefix(s, v, ::tmps_sim::op_mul(), ::tmps_sim::one_of<T>(), false); }          \
-  template<class T> inline T P##_shuffle(::tmps_sim::site s, T v, ushort lane) { return ::tmps_sim::grp<W>::shuffle(s, v, lane); } \
-  template<class T> inline T P##_broadcast(::tmps_sim::site s, T v, ushort lane) { return ::tmps_sim::grp<W>::shuffle(s, v, lane); } \
-  template<class T> inline T P##_shuffle_xor(::tmps_sim::site s, T v, ushort mask) { return ::tmps_sim::grp<W>::shuffle_xor(s, v, mask); } \
-  template<class T> inline T P##_shuffle_up(::tmps_sim::site s, T v, ushort d) { return ::tmps_sim::grp<W>::shuffle_up(s, v, d); } \
-  template<class T> inline T P##_shuffle_down(::tmps_sim::site s, T v, ushort d) { return ::tmps_sim::grp<W>::shuffle_down(s, v, d); } \
-  template<class T> inline T P##_shuffle_rotate_up(::tmps_sim::site s, T v, ushort d) { return ::tmps_sim::grp<W>::rotate_up(s, v, d); } \
-  template<class T> inline T P##_shuffle_rotate_down(::tmps_sim::site s, T v, ushort d) { return ::tmps_sim::grp<W>::rotate_down(s, v, d); } \
-  template<class T> inline T P##_shuffle_and_fill_down(::tmps_sim::site s, T v, T fill, ushort d, ushort mod = W) { \
+  template<class T> TMPS_SHIM_TRUSTED inline T P##_shuffle(::tmps_sim::site s, T v, ushort lane) { return ::tmps_sim::grp<W>::shuffle(s, v, lane); } \
+  template<class T> TMPS_SHIM_TRUSTED inline T P##_broadcast(::tmps_sim::site s, T v, ushort lane) { return ::tmps_sim::grp<W>::shuffle(s, v, lane); } \
+  template<class T> TMPS_SHIM_TRUSTED inline T P##_shuffle_xor(::tmps_sim::site s, T v, ushort mask) { return ::tmps_sim::grp<W>::shuffle_xor(s, v, mask); } \
+  template<class T> TMPS_SHIM_TRUSTED inline T P##_shuffle_up(::tmps_sim::site s, T v, ushort d) { return ::tmps_sim::grp<W>::shuffle_up(s, v, d); } \
+  template<class T> TMPS_SHIM_TRUSTED inline T P##_shuffle_down(::tmps_sim::site s, T v, ushort d) { return ::tmps_sim::grp<W>::shuffle_down(s, v, d); } \
+  template<class T> TMPS_SHIM_TRUSTED inline T P##_shuffle_rotate_up(::tmps_sim::site s, T v, ushort d) { return ::tmps_sim::grp<W>::rotate_up(s, v, d); } \
+  template<class T> TMPS_SHIM_TRUSTED inline T P##_shuffle_rotate_down(::tmps_sim::site s, T v, ushort d) { return ::tmps_sim::grp<W>::rotate_down(s, v, d); } \
+  template<class T> TMPS_SHIM_TRUSTED inline T P##_shuffle_and_fill_down(::tmps_sim::site s, T v, T fill, ushort d, ushort mod = W) { \
     return ::tmps_sim::grp<W>::fill_down(s, v, fill, d, mod); }                                                \
-  template<class T> inline T P##_shuffle_and_fill_up(::tmps_sim::site s, T v, T fill, ushort d, ushort mod = W) { \
+  template<class T> TMPS_SHIM_TRUSTED inline T P##_shuffle_and_fill_up(::tmps_sim::site s, T v, T fill, ushort d, ushort mod = W) { \
     return ::tmps_sim::grp<W>::fill_up(s, v, fill, d, mod); }                                                  \
-  template<class T> inline T P##_broadcast_first(::tmps_sim::site s, T v) { return ::tmps_sim::grp<W>::broadcast_first(s, v); } \
-  inline VOTE P##_ballot(::tmps_sim::site s, bool b) {                                                         \
+  template<class T> TMPS_SHIM_TRUSTED inline T P##_broadcast_first(::tmps_sim::site s, T v) { return ::tmps_sim::grp<W>::broadcast_first(s, v); } \
+  TMPS_SHIM_TRUSTED inline VOTE P##_ballot(::tmps_sim::site s, bool b) {                                                         \
     unsigned active; unsigned bits = ::tmps_sim::grp<W>::ballot(s, b, &active);                               \
     return VOTE((VOTE::vote_t)bits, (VOTE::vote_t)active); }                                                   \
-  inline bool P##_all(::tmps_sim::site s, bool b) { unsigned a; return ::tmps_sim::grp<W>::ballot(s, b, &a) == a; } \
-  inline bool P##_any(::tmps_sim::site s, bool b) { unsigned a; return ::tmps_sim::grp<W>::ballot(s, b, &a) != 0; } \
-  inline bool P##_is_first(::tmps_sim::site s) { return ::tmps_sim::grp<W>::is_first(s); }                    \
-  inline VOTE P##_active_threads_mask(::tmps_sim::site s) {                                                    \
+  TMPS_SHIM_TRUSTED inline bool P##_all(::tmps_sim::site s, bool b) { unsigned a; return ::tmps_sim::grp<W>::ballot(s, b, &a) == a; } \
+  TMPS_SHIM_TRUSTED inline bool P##_any(::tmps_sim::site s, bool b) { unsigned a; return ::tmps_sim::grp<W>::ballot(s, b, &a) != 0; } \
+  TMPS_SHIM_TRUSTED inline bool P##_is_first(::tmps_sim::site s) { return ::tmps_sim::grp<W>::is_first(s); }                    \
+  TMPS_SHIM_TRUSTED inline VOTE P##_active_threads_mask(::tmps_sim::site s) {                                                    \
     unsigned active; ::tmps_sim::grp<W>::ballot(s, true, &active);                                            \
     return VOTE((VOTE::vote_t)active, (VOTE::vote_t)active); }
 

@@ -12,7 +12,7 @@
 #ifndef TMPS_SIM_ABI_H
 #define TMPS_SIM_ABI_H
 
-#define TMPS_SIM_ABI_VERSION 4u
+#define TMPS_SIM_ABI_VERSION 5u
 #define TMPS_SIM_SIMD_WIDTH 32u
 #define TMPS_SIM_EXCHANGE_SLOT 64u /* bytes one lane may deposit in a SIMD-group exchange */
 #define TMPS_SIM_MAX_BUFFERS 31u   /* Metal's buffer binding limit */
@@ -75,6 +75,11 @@ typedef struct tmps_sim_memcheck {
 typedef struct tmps_sim_exchange {
   tmps_u32 active_mask; /* bit i: lane i took part (reached the same call site) */
   tmps_u32 size;        /* bytes each lane deposited (<= TMPS_SIM_EXCHANGE_SLOT) */
+  /* The calling lane's index in the SIMD-group, written for each lane as its simd_exchange
+   * returns: valid until that lane next calls into the runtime (no other lane runs meanwhile).
+   * Spares the shim a current_thread() call per collective. */
+  tmps_u32 lane;
+  tmps_u32 reserved;    /* keeps `value` 16-byte aligned */
   unsigned char value[TMPS_SIM_SIMD_WIDTH][TMPS_SIM_EXCHANGE_SLOT];
 } tmps_sim_exchange;
 

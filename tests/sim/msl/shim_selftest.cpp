@@ -21,6 +21,7 @@ static const tmps_sim_exchange* m_exchange(const void* v, tmps_u32 size, tmps_u3
   __builtin_memcpy(g_next[j].value[lane], v, size);
   g_next[j].size = size;
   g_next[j].active_mask |= 1u << lane;
+  g_snap[j].lane = lane;  // as the runtime does: the caller's lane, read before it next calls in
   return &g_snap[j];
 }
 static void m_barrier(tmps_u32, tmps_u32) {}
