@@ -92,16 +92,21 @@ void AccessMap::allow(const void* p, uint64_t bytes) {
 std::string AccessMap::describe(uintptr_t addr, uint64_t size, bool write, const std::string& meant_for) const {
   std::ostringstream o;
   o << "out-of-bounds " << (write ? "store" : "load") << " of " << size << " byte" << (size == 1 ? "" : "s");
-  const Range* near = nullptr;
-  uint64_t best = UINT64_MAX;
-  for (const Range& b : buffers_) {
-    const uint64_t d = addr < b.lo ? b.lo - addr : addr >= b.hi ? addr - b.hi + 1 : 0;
+  auto distance = [addr](const Range& b) -> uint64_t {
+    return addr < b.lo ? b.lo - addr : addr >= b.hi ? addr - b.hi + 1 : 0;
+  };
+  auto named = [&](const Range& b) {
     const tmps_sim_param* q = buffer_param(kernel_, b.index);
-    if (!meant_for.empty() && q && q->name && meant_for == q->name) {  // the kernel's own word on it
-      best = d, near = &b;
+    return !meant_for.empty() && q && q->name && meant_for == q->name;
+  };
+  // The buffer the kernel meant (its own word on it), else the nearest (lowest index on a tie).
+  const Range* near = nullptr;
+  for (const Range& b : buffers_) {
+    if (named(b)) {
+      near = &b;
       break;
     }
-    if (d < best) best = d, near = &b;
+    if (!near || distance(b) < distance(*near)) near = &b;
   }
   if (!near) {
     o << " at address " << hex(addr) << ": the kernel has no buffers bound";
@@ -109,8 +114,10 @@ std::string AccessMap::describe(uintptr_t addr, uint64_t size, bool write, const
   }
   const tmps_sim_param* p = buffer_param(kernel_, near->index);
   const uint64_t bytes = near->hi - near->lo;
-  const bool meant = !meant_for.empty() && p && p->name && meant_for == p->name;
-  if (!meant && best > 4096 && best > bytes) {  // far from every buffer: say so rather than guess an owner
+  const uint64_t best = distance(*near);
+  const bool meant = named(*near);
+  const bool far = best > 4096 && best > bytes;
+  if (!meant && far) {  // far from every buffer: say so rather than guess an owner
     o << " at address " << hex(addr) << ", outside every buffer bound to the kernel (the nearest, buffer("
       << near->index << ")" << (p && p->name ? std::string(" '") + p->name + "'" : std::string()) << ", is "
       << best << " bytes " << (addr < near->lo ? "after" : "before") << " it)";
@@ -132,7 +139,7 @@ std::string AccessMap::describe(uintptr_t addr, uint64_t size, bool write, const
   o << " at byte offset " << off;
   if (p && p->type_size && off % static_cast<int64_t>(p->type_size) == 0)
     o << " (element " << off / static_cast<int64_t>(p->type_size) << ")";
-  if (best > 4096 && best > bytes) o << ", at address " << hex(addr) << ", far outside it";
+  if (far) o << ", at address " << hex(addr) << ", far outside it";
   return o.str();
 }
 
@@ -186,25 +193,33 @@ SourceOrigins::SourceOrigins(const std::string& msl) {
   }
 }
 
-std::string SourceOrigins::at(uint32_t line) const {
-  auto it = std::upper_bound(marks_.begin(), marks_.end(), line,
+namespace {
+using Marks = std::vector<std::pair<uint32_t, std::string>>;
+
+// The text of the last mark at or before `line` ("" before the first).
+std::string mark_at(const Marks& marks, uint32_t line) {
+  auto it = std::upper_bound(marks.begin(), marks.end(), line,
                              [](uint32_t l, const std::pair<uint32_t, std::string>& m) { return l < m.first; });
-  if (it == marks_.begin()) return "";
-  return std::prev(it)->second;
+  return it == marks.begin() ? std::string() : std::prev(it)->second;
 }
 
+// N of a source_line_of() text "line N", 0 if it is not one.
+uint32_t line_number(const std::string& line_text) {
+  if (line_text.compare(0, 5, "line ") != 0) return 0;
+  return static_cast<uint32_t>(std::strtoul(line_text.c_str() + 5, nullptr, 10));
+}
+}  // namespace
+
+std::string SourceOrigins::at(uint32_t line) const { return mark_at(marks_, line); }
+
 std::string SourceOrigins::buffer_at(const std::string& line_text, const SourceOrigins* o) {
-  if (!o || line_text.compare(0, 5, "line ") != 0) return "";
-  const unsigned long n = std::strtoul(line_text.c_str() + 5, nullptr, 10);
-  auto it = std::upper_bound(o->buffers_.begin(), o->buffers_.end(), static_cast<uint32_t>(n),
-                             [](uint32_t l, const std::pair<uint32_t, std::string>& m) { return l < m.first; });
-  return n == 0 || it == o->buffers_.begin() ? std::string() : std::prev(it)->second;
+  const uint32_t n = line_number(line_text);
+  return o && n ? mark_at(o->buffers_, n) : std::string();
 }
 
 std::string SourceOrigins::annotate(const std::string& line_text, const SourceOrigins* o) {
-  if (!o || line_text.compare(0, 5, "line ") != 0) return line_text;
-  const unsigned long n = std::strtoul(line_text.c_str() + 5, nullptr, 10);
-  const std::string origin = n ? o->at(static_cast<uint32_t>(n)) : std::string();
+  const uint32_t n = line_number(line_text);
+  const std::string origin = o && n ? o->at(n) : std::string();
   return origin.empty() ? line_text : line_text + " (" + origin + ")";
 }
 

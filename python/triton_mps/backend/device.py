@@ -199,12 +199,10 @@ class MPSUtils:
         if shared > limit:
             raise OutOfResources(shared, limit, f"shared memory (threadgroup memory of kernel '{name}')")
         source = kernel.decode("utf-8") if isinstance(kernel, (bytes, bytearray)) else kernel
-        from ..compiler.abi import msl_version_for, threads_from_msl
-
-        warn_if_unordered(source, msl_version_for(source, dev.info.get("msl_version", "3.1")))
-        max_threads = threads_from_msl(source)
+        max_threads, version = pipeline_request(dev, source)
+        warn_if_unordered(source, version)
         try:
-            pipeline = build_pipeline(dev, source, name)  # or joins its prebuild (prebuild.py)
+            pipeline = build_pipeline(dev, source, name, (max_threads, version))  # or joins its prebuild
         except LimitExceeded as e:
             # The Metal compiler could not fit the kernel's registers into num_warps * 32
             # threads: OutOfResources, so that Triton's autotuner skips this config.
@@ -220,14 +218,21 @@ class MPSUtils:
         return dict(_device_properties(_index(device)))  # a copy: callers may edit theirs
 
 
-def build_pipeline(dev, source: str, name: str, *, issue_warnings: bool = True):
-    """The pipeline of a Triton kernel's MSL on native device `dev`: what load_binary loads and
-    backend/prebuild.py builds ahead (the same options, so the same pipeline cache key)."""
+def pipeline_request(dev, source: str) -> tuple[int, str]:
+    """(threads per threadgroup, MSL version) a Triton kernel's MSL is built with on `dev`."""
     from ..compiler.abi import msl_version_for, threads_from_msl
 
-    return dev.compile(source, name, math_mode="safe", strict=True, label=name, max_threads=threads_from_msl(source),
-                       language_version=msl_version_for(source, dev.info.get("msl_version", "3.1")),
-                       issue_warnings=issue_warnings)
+    return threads_from_msl(source), msl_version_for(source, dev.info.get("msl_version", "3.1"))
+
+
+def build_pipeline(dev, source: str, name: str, request: tuple[int, str] | None = None, *,
+                   issue_warnings: bool = True):
+    """The pipeline of a Triton kernel's MSL on native device `dev`: what load_binary loads and
+    backend/prebuild.py builds ahead (the same options, so the same pipeline cache key).
+    `request`: pipeline_request(dev, source) when the caller has it."""
+    max_threads, version = request or pipeline_request(dev, source)
+    return dev.compile(source, name, math_mode="safe", strict=True, label=name, max_threads=max_threads,
+                       language_version=version, issue_warnings=issue_warnings)
 
 
 class PipelineThreadLimit(OutOfResources, LimitExceeded):

@@ -114,9 +114,9 @@ def test_a_failed_build_is_reported_at_the_launch(tmp_path):
     r = _child(tmp_path, KERNEL + """
 import triton_mps.backend.device as device
 real = device.build_pipeline
-def failing(dev, source, name, **kw):
+def failing(dev, source, name, *args, **kw):
     broken = source.replace("using namespace metal;", "using namespace metal; tmps_no_such_type tmps_broken;", 1)
-    return real(dev, broken, name, **kw)
+    return real(dev, broken, name, *args, **kw)
 device.build_pipeline = failing
 x = torch.zeros(10)
 k.warmup(x, 10, BLOCK=16, grid=(1,))

@@ -133,38 +133,34 @@ def load(ctx: LoweringContext, op: Op):
         alt = ctx.expr(other, r) if other is not None else zero
         return f"{ctx.expr(mask, r)} ? {load_expr} : {alt}"
 
-    with _accesses_of(ctx, ptr):
-        _load_regs(ctx, ptr, mask, res, ety, zero, reg)
-
-
-def _load_regs(ctx: LoweringContext, ptr, mask, res, ety, zero, reg) -> None:
-    runs = _vector_runs(ctx, ptr, ety, list(range(ctx.num_regs(ptr)))) if isinstance(ptr.type, TensorType) else {}
-    if not runs:
-        ctx.define(res, reg, hint=ctx.hint(res, "ld"))
-        return
-    e = ctx.e
-    names = ctx.declare(res, init=[zero] * ctx.num_regs(res), hint=ctx.hint(res, "ld"))
-    scalars = [r for r in range(len(names)) if r not in runs and not any(s < r < s + k for s, k in runs.items())]
-    for r in scalars:
-        e.line(f"{names[r]} = {reg(r)};")
-    for r0, k in runs.items():
-        vt = f"{ety.msl()}{k}"
-        tmp = e.fresh("vld")
-        # One vector access for the run; when some lane of the run is masked off, per-register
-        # scalar accesses (a vector access could touch memory the mask protects).
-        vec = [f"{vt} {tmp} = *({device_ptr('const ' + vt)})({ctx.expr(ptr, r0)});"]
-        vec += [f"{names[r0 + i]} = {tmp}.{'xyzw'[i]};" for i in range(k)]
-        if mask is None:
-            with e.block(""):
+    with _accesses_of(ctx, ptr):  # marks the accesses for memcheck
+        runs = _vector_runs(ctx, ptr, ety, list(range(ctx.num_regs(ptr)))) if isinstance(ptr.type, TensorType) else {}
+        if not runs:
+            ctx.define(res, reg, hint=ctx.hint(res, "ld"))
+            return
+        e = ctx.e
+        names = ctx.declare(res, init=[zero] * ctx.num_regs(res), hint=ctx.hint(res, "ld"))
+        scalars = [r for r in range(len(names)) if r not in runs and not any(s < r < s + k for s, k in runs.items())]
+        for r in scalars:
+            e.line(f"{names[r]} = {reg(r)};")
+        for r0, k in runs.items():
+            vt = f"{ety.msl()}{k}"
+            tmp = e.fresh("vld")
+            # One vector access for the run; when some lane of the run is masked off, per-register
+            # scalar accesses (a vector access could touch memory the mask protects).
+            vec = [f"{vt} {tmp} = *({device_ptr('const ' + vt)})({ctx.expr(ptr, r0)});"]
+            vec += [f"{names[r0 + i]} = {tmp}.{'xyzw'[i]};" for i in range(k)]
+            if mask is None:
+                with e.block(""):
+                    for ln in vec:
+                        e.line(ln)
+                continue
+            with e.block(f"if ({_all([ctx.expr(mask, r0 + i) for i in range(k)])})"):
                 for ln in vec:
                     e.line(ln)
-            continue
-        with e.block(f"if ({_all([ctx.expr(mask, r0 + i) for i in range(k)])})"):
-            for ln in vec:
-                e.line(ln)
-        with e.block("else"):
-            for i in range(k):
-                e.line(f"{names[r0 + i]} = {reg(r0 + i)};")
+            with e.block("else"):
+                for i in range(k):
+                    e.line(f"{names[r0 + i]} = {reg(r0 + i)};")
 
 
 @lowers("tt.store")
