@@ -397,12 +397,14 @@ class MPSBackend(BaseBackend):
 
         def make_ttir(mod, metadata):
             _run_passes(mod, PIPELINE["ttir"], options, target_name, "make_ttir")
-            texts["ttir"] = str(mod)
+            if debug_enabled():  # printing a module costs ms: only for the debug dump
+                texts["ttir"] = str(mod)
             return mod
 
         def make_ttgir(mod, metadata):
             _run_passes(mod, PIPELINE["ttgir"], options, target_name, "make_ttgir")
-            texts["ttgir"] = str(mod)
+            if debug_enabled():  # printing a module costs ms: only for the debug dump
+                texts["ttgir"] = str(mod)
             return mod
 
         def make_msl(mod, metadata):
