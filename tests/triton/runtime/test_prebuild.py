@@ -86,6 +86,17 @@ def stats():
 """
 
 
+# Every pipeline build fails (a kernel the strict Metal check rejects) until `device.build_pipeline = real`.
+FAILING_BUILDS = """
+import triton_mps.backend.device as device
+real = device.build_pipeline
+def failing(dev, source, name, *args, **kw):
+    broken = source.replace("using namespace metal;", "using namespace metal; tmps_no_such_type tmps_broken;", 1)
+    return real(dev, broken, name, *args, **kw)
+device.build_pipeline = failing
+"""
+
+
 def test_off_builds_at_the_first_launch(tmp_path):
     r = _child(tmp_path, KERNEL + """
 x = torch.zeros(10)
@@ -111,13 +122,7 @@ except triton_mps.InvalidArgument as e:
 
 def test_a_failed_build_is_reported_at_the_launch(tmp_path):
     # A kernel the strict Metal check rejects: the background build fails, the launch raises it.
-    r = _child(tmp_path, KERNEL + """
-import triton_mps.backend.device as device
-real = device.build_pipeline
-def failing(dev, source, name, *args, **kw):
-    broken = source.replace("using namespace metal;", "using namespace metal; tmps_no_such_type tmps_broken;", 1)
-    return real(dev, broken, name, *args, **kw)
-device.build_pipeline = failing
+    r = _child(tmp_path, KERNEL + FAILING_BUILDS + """
 x = torch.zeros(10)
 k.warmup(x, 10, BLOCK=16, grid=(1,))
 prebuild.wait_idle()
@@ -208,13 +213,7 @@ def test_loading_builds_where_nothing_builds_ahead_or_the_limit_needs_the_build(
 
 
 def test_a_failed_deferred_build_raises_at_every_launch(tmp_path):
-    r = _child(tmp_path, KERNEL + """
-import triton_mps.backend.device as device
-real = device.build_pipeline
-def failing(dev, source, name, *args, **kw):
-    broken = source.replace("using namespace metal;", "using namespace metal; tmps_no_such_type tmps_broken;", 1)
-    return real(dev, broken, name, *args, **kw)
-device.build_pipeline = failing
+    r = _child(tmp_path, KERNEL + FAILING_BUILDS + """
 x = torch.zeros(10)
 ck = k.warmup(x, 10, BLOCK=16, grid=(1,))
 ck._init_handles()
