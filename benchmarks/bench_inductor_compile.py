@@ -18,9 +18,12 @@ runs in the measured process). Columns, seconds (median of --rounds fresh proces
 Triton's own per kernel (the build column is what the launching thread waits for). One row per
 configuration, rounds interleaved, so compare rows as ratios:
 
-  at first launch      TRITON_MPS_PREBUILD=0: each pipeline is built when its kernel first launches
+  at first launch      TRITON_MPS_PREBUILD=0: each pipeline is built when its kernel is loaded
+                       (Triton's _init_handles, just before its first launch)
   prebuild             the default: built in the background from the end of Triton's compile
-                       (backend/prebuild.py), while Inductor and Triton's frontend go on
+                       (backend/prebuild.py), while Inductor and Triton's frontend go on; on the
+                       simulator a kernel loads at once and its first launch waits for the build,
+                       so Inductor's autotuning configs build while earlier ones are benchmarked
   prebuild, N workers  Inductor's parallel compile workers (its default: one per core), which
                        build in the workers; their compile time is not in the split columns
 
