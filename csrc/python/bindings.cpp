@@ -297,9 +297,10 @@ NB_MODULE(_core, m) {
       .def("compile", [](DeviceContext& c, const std::string& source, const std::string& entry,
                          const std::string& math_mode, bool strict, std::vector<std::pair<std::string, std::string>> macros,
                          const std::string& label, const std::string& language_version, uint32_t max_threads,
-                         std::optional<bool> memcheck, bool issue_warnings) {
+                         std::optional<bool> memcheck, bool issue_warnings, bool background) {
             CompileOptions o;
             o.max_total_threads = max_threads;
+            o.waited_for = !background;
             o.math_mode = parse_math_mode(math_mode);
             o.strict_check = strict;
             if (memcheck) o.memcheck = *memcheck;
@@ -323,7 +324,7 @@ NB_MODULE(_core, m) {
             return PipelineRef{p};
           }, "source"_a, "entry"_a, "math_mode"_a = "safe", "strict"_a = true,
           "macros"_a = std::vector<std::pair<std::string, std::string>>{}, "label"_a = "", "language_version"_a = "3.1",
-          "max_threads"_a = 0, "memcheck"_a = nb::none(), "issue_warnings"_a = true)
+          "max_threads"_a = 0, "memcheck"_a = nb::none(), "issue_warnings"_a = true, "background"_a = false)
       .def("launch", [](DeviceContext& c, const PipelineRef& p, std::array<uint32_t, 3> grid, std::array<uint32_t, 3> threads,
                         nb::list args, std::vector<std::pair<uint32_t, uint32_t>> threadgroup_memory, int pack_scalars_at,
                         bool timed, nb::object before_own) -> nb::object {

@@ -626,10 +626,11 @@ std::shared_ptr<Pipeline> SimDevice::build_pipeline(const std::string& source, c
     if (!lib) {
       // Only on a real build: options.key() (part of the key) holds strict_check, so a cached
       // library already passed the check when it was made.
-      // The strict check runs beside the build (another compiler process: a build waited for
-      // takes the longer of the two, not their sum). Its verdict is taken before the library is
-      // published and before a compile error is thrown, so its error comes first, as when it ran
-      // first, and a rejected kernel never reaches the cache.
+      // A build a caller waits for runs the strict check beside the compile (another compiler
+      // process: the wait is the longer of the two, not their sum); a background build runs it
+      // first. Its verdict is taken before the library is published and before a compile error
+      // is thrown, so its error comes first either way, and a rejected kernel never reaches the
+      // cache.
       std::future<void> strict;
       std::function<void()> settle;
       if (options.strict_check) {
@@ -638,10 +639,14 @@ std::shared_ptr<Pipeline> SimDevice::build_pipeline(const std::string& source, c
         } catch (const CompileError& e) {
           throw CompileError(std::string("Metal would reject this kernel:\n") + e.what());
         }
-        strict = std::async(std::launch::async, [cpp = tr.cpp, options] { strict_check(cpp, options); });
-        settle = [&strict] {
-          if (strict.valid()) strict.get();
-        };
+        if (options.waited_for) {
+          strict = std::async(std::launch::async, [cpp = tr.cpp, options] { strict_check(cpp, options); });
+          settle = [&strict] {
+            if (strict.valid()) strict.get();
+          };
+        } else {
+          strict_check(tr.cpp, options);
+        }
       }
       try {
         lib = build_library(tr.cpp, so, key, options, level, *counters_, settle);

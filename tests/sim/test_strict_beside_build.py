@@ -1,6 +1,7 @@
-"""The strict Metal check runs beside the simulator's build (csrc/sim/sim_device.cpp): a kernel
-it rejects raises its error, also when the build itself succeeds or fails too, and leaves nothing
-in the on-disk cache that a later process could load without the check."""
+"""The strict Metal check runs beside the simulator's build when a caller waits for it, before it in
+a background build (csrc/sim/sim_device.cpp): either way a kernel it rejects raises its error,
+also when the build itself succeeds or fails too, and leaves nothing in the on-disk cache that a
+later process could load without the check."""
 
 from __future__ import annotations
 
@@ -20,10 +21,13 @@ CHILD = textwrap.dedent(r'''
     import numpy as np
     import triton_mps
 
-    src = sys.argv[1]
+    src, background = sys.argv[1], sys.argv[2] == "background"
     sim = next(d for d in triton_mps.devices() if d.is_simulator)
     try:
-        triton_mps.compile_msl(src, "k", sim)
+        if background:  # as backend/prebuild.py builds
+            triton_mps.get_device(None).compile(src, "k", background=True)
+        else:
+            triton_mps.compile_msl(src, "k", sim)
         print("COMPILED")
     except triton_mps.CompileError as e:
         print("REJECTED", str(e).splitlines()[0])
@@ -38,24 +42,27 @@ DOUBLE = ("#include <metal_stdlib>\nusing namespace metal;\n"
 BOTH = DOUBLE.replace("y[i] = float(t);", "y[i] = float(t) + no_such_name;")
 
 
-def _run(src: str, cache: str) -> str:
+def _run(src: str, cache: str, mode: str = "waited") -> str:
     env = dict(os.environ, TRITON_MPS_CACHE_DIR=cache, TRITON_MPS_DEVICE="sim")
-    r = subprocess.run([sys.executable, "-c", CHILD, src], env=env, capture_output=True, text=True, timeout=600)
+    r = subprocess.run([sys.executable, "-c", CHILD, src, mode], env=env, capture_output=True, text=True,
+                       timeout=600)
     assert r.returncode == 0, r.stdout + r.stderr[-3000:]
     return r.stdout
 
 
-def test_a_rejected_kernel_that_builds_is_not_cached(tmp_path):
+@pytest.mark.parametrize("mode", ["waited", "background"])
+def test_a_rejected_kernel_that_builds_is_not_cached(tmp_path, mode):
     cache = str(tmp_path / "cache")
     for attempt in (1, 2):  # the second process finds nothing to load: it checks again
-        out = _run(DOUBLE, cache)
+        out = _run(DOUBLE, cache, mode)
         assert "REJECTED Metal would reject this kernel" in out, (attempt, out)
         assert "double" in out, out
     assert not glob.glob(os.path.join(cache, "**", "*.so"), recursive=True)
 
 
-def test_the_strict_error_comes_first_when_both_fail(tmp_path):
-    out = _run(BOTH, str(tmp_path / "cache"))
+@pytest.mark.parametrize("mode", ["waited", "background"])
+def test_the_strict_error_comes_first_when_both_fail(tmp_path, mode):
+    out = _run(BOTH, str(tmp_path / "cache"), mode)
     assert "REJECTED Metal would reject this kernel" in out, out
 
 

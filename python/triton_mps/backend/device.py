@@ -242,13 +242,15 @@ def build_at_launch(dev, source: str, name: str, request: tuple[int, str]):
 
 
 def build_pipeline(dev, source: str, name: str, request: tuple[int, str] | None = None, *,
-                   issue_warnings: bool = True):
+                   background: bool = False):
     """The pipeline of a Triton kernel's MSL on native device `dev`: what load_binary loads and
     backend/prebuild.py builds ahead (the same options, so the same pipeline cache key).
-    `request`: pipeline_request(dev, source) when the caller has it."""
+    `request`: pipeline_request(dev, source) when the caller has it. `background`: nobody waits
+    for this build (a prebuild): its warnings wait for the next build on a caller's thread, and
+    the simulator runs its checks one after the other, leaving the other cores to the caller."""
     max_threads, version = request or pipeline_request(dev, source)
     return dev.compile(source, name, math_mode="safe", strict=True, label=name, max_threads=max_threads,
-                       language_version=version, issue_warnings=issue_warnings)
+                       language_version=version, issue_warnings=not background, background=background)
 
 
 def prebuild_pipeline(source: str, name: str) -> None:
@@ -263,11 +265,11 @@ def prebuild_pipeline(source: str, name: str) -> None:
     if _in_inductor_compile_worker():
         if dev.info["is_simulator"] and prebuild.workers() > 0:
             try:
-                build_pipeline(dev, source, name, issue_warnings=False)
+                build_pipeline(dev, source, name, background=True)
             except Exception:  # noqa: BLE001  (load_binary builds again and raises it at the launch)
                 pass
         return
-    prebuild.start(prebuild.key_of(source, name), lambda: build_pipeline(dev, source, name, issue_warnings=False))
+    prebuild.start(prebuild.key_of(source, name), lambda: build_pipeline(dev, source, name, background=True))
 
 
 def _in_inductor_compile_worker() -> bool:
