@@ -42,3 +42,53 @@ def test_autotune_prunes_configs_over_the_limits(mps_driver):
     assert all(math.isfinite(timings[k]) and timings[k] > 0 for k in ((128, 1), (256, 2))), timings
     best = tuned_add_kernel.best_config
     assert (best.kwargs["BLOCK"], best.num_warps) in ((128, 1), (256, 2))
+
+
+@triton.jit
+def _scale_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) * 2, mask=offs < n)
+
+
+class _SlowClock:
+    """time.perf_counter for the benchmarker, 0.2 s further at every reading: each run seems to
+    take longer than the whole default budget (warmup 25 ms + rep 100 ms)."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def perf_counter(self) -> float:
+        self.now += 0.2
+        return self.now
+
+
+def _bench_calls(monkeypatch, clock) -> tuple[int, float]:
+    from triton_mps.backend import benchmarking
+
+    if clock is not None:
+        monkeypatch.setattr(benchmarking, "time", clock)
+    x = torch.randn(1000)
+    out = torch.full_like(x, float("nan"))
+    calls = 0
+
+    def fn():
+        nonlocal calls
+        calls += 1
+        _scale_kernel[(4,)](x, out, x.numel(), BLOCK=256)
+
+    ms = mps_backend_driver.do_bench(fn)
+    torch.testing.assert_close(out, x * 2)
+    return calls, ms
+
+
+def test_a_run_longer_than_the_budget_is_not_estimated_five_times(monkeypatch):
+    # Triton's do_bench: 1 first call, 5 estimate runs, then warmup and rep runs (at least 1
+    # each). When a run alone takes the budget, one estimate run is enough: 4 calls, not 8.
+    calls, ms = _bench_calls(monkeypatch, _SlowClock())
+    assert calls == 4, calls
+    assert ms > 0  # timed by the device's dispatch timings, not by this clock
+
+
+def test_a_fast_run_is_still_estimated_five_times(monkeypatch):
+    calls, _ = _bench_calls(monkeypatch, None)
+    assert calls >= 1 + 5 + 1 + 1, calls
