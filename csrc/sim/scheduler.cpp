@@ -272,6 +272,7 @@ bool complete_collectives(Worker& w, uint32_t n) {
     }
     snap.active_mask = mask;
     snap.size = size;
+    snap.shim_state = 0;  // a new exchange: nothing computed from it yet (tmps_sim_abi.h)
     progressed = true;
     if (w.d->counting) {
       DispatchCounters& c = w.counters;

@@ -79,14 +79,43 @@ inline void simdgroup_store(thread const simdgroup_matrix<T, R, C>& m, P dst, ul
 
 namespace tmps_sim {
 // d = a * b + c (c may be null). One exchange carries every lane's elements of a and b (c is
-// only read by its own lane). Each lane then gathers what its two elements need: row r of a
-// (lanes mat_lane(r, 0|2|4|6) hold it as pairs) and columns c0, c0 + 1 of b (lane
-// mat_lane(i, c0) holds (i, c0) and (i, c0 + 1)): 12 pair reads instead of 32 scattered ones
-// (this was the largest item of a tl.dot kernel's profile). Sums run i = 0..7, then + c, as always.
+// only read by its own lane). The first lane to resume computes all 64 sums a * b from the
+// snapshot, each into its lane's slot after the deposit, and marks the snapshot (shim_state);
+// every lane then adds its own c. Computing per lane instead read 12 other lanes' slots from
+// every lane's fiber, cache misses that made this the largest item of a tl.dot kernel's
+// profile. Each sum still runs i = 0..7 from 0.0f, then + c, rounded once to TD.
+struct mma_pack { float a[2], b[2]; };  // float: exact for every supported element type
+enum : unsigned { kMmaDone = 1u, kMmaSums = sizeof(mma_pack) };  // shim_state; offset of the sums in a slot
+static_assert(kMmaSums + 2 * sizeof(float) <= TMPS_SIM_EXCHANGE_SLOT, "mma: the sums must fit the slot");
+
+TMPS_SHIM_TRUSTED inline void mma_sums(tmps_sim_exchange* x) {
+  float a[8][8], b[8][8];  // a[row][i], b[i][col]
+  for (unsigned l = 0; l < 32; ++l) {
+    mma_pack p;
+    __builtin_memcpy(&p, x->value[l], sizeof p);
+    unsigned r = mat_row(l), c0 = mat_col0(l);
+    a[r][c0] = p.a[0];
+    a[r][c0 + 1] = p.a[1];
+    b[r][c0] = p.b[0];
+    b[r][c0 + 1] = p.b[1];
+  }
+  for (unsigned l = 0; l < 32; ++l) {
+    unsigned r = mat_row(l), c0 = mat_col0(l);
+    float sums[2];
+    for (unsigned k = 0; k < 2; ++k) {
+      float acc = 0.0f;
+      for (unsigned i = 0; i < 8; ++i) acc += a[r][i] * b[i][c0 + k];
+      sums[k] = acc;
+    }
+    __builtin_memcpy(x->value[l] + kMmaSums, sums, sizeof sums);
+  }
+  x->shim_state = kMmaDone;
+}
+
 template<class TD, class TA, class TB, class TC>
 TMPS_SHIM_TRUSTED inline void mma(site s, ::metal::simdgroup_matrix<TD, 8, 8>& d, const ::metal::simdgroup_matrix<TA, 8, 8>& a,
                 const ::metal::simdgroup_matrix<TB, 8, 8>& b, const ::metal::simdgroup_matrix<TC, 8, 8>* c) {
-  struct pack { float a[2], b[2]; } mine;  // float: exact for every supported element type
+  mma_pack mine;
   float own_c[2];
   for (int k = 0; k < 2; ++k) {
     mine.a[k] = (float)a.e_[k];
@@ -96,25 +125,12 @@ TMPS_SHIM_TRUSTED inline void mma(site s, ::metal::simdgroup_matrix<TD, 8, 8>& d
   const tmps_sim_exchange* x = tmps_sim_rt->simd_exchange(&mine, sizeof mine, s.id | TMPS_SIM_SITE_MATRIX, s.line);
   if (x->active_mask != 0xffffffffu)
     tmps_sim_rt->fail(s.line, "simdgroup_matrix multiply needs all 32 lanes of the SIMD-group (some lanes exited or diverged)");
-  unsigned l = x->lane, r = mat_row(l), c0 = mat_col0(l);
-  float arow[8], bcol[2][8];
-  for (unsigned i = 0; i < 8; i += 2) {
-    pack p;
-    __builtin_memcpy(&p, x->value[mat_lane(r, i)], sizeof p);
-    arow[i] = p.a[0];
-    arow[i + 1] = p.a[1];
-  }
-  for (unsigned i = 0; i < 8; ++i) {
-    pack p;
-    __builtin_memcpy(&p, x->value[mat_lane(i, c0)], sizeof p);
-    bcol[0][i] = p.b[0];
-    bcol[1][i] = p.b[1];
-  }
-  for (unsigned k = 0; k < 2; ++k) {
-    float acc = 0.0f;
-    for (unsigned i = 0; i < 8; ++i) acc += arow[i] * bcol[k][i];
-    d.e_[k] = (TD)(acc + own_c[k]);
-  }
+  // The snapshot is the runtime's scratch for this SIMD-group until its next collective, which
+  // cannot complete before every lane has read its sums here.
+  if (x->shim_state != kMmaDone) mma_sums(const_cast<tmps_sim_exchange*>(x));
+  float sums[2];
+  __builtin_memcpy(sums, x->value[x->lane] + kMmaSums, sizeof sums);
+  for (unsigned k = 0; k < 2; ++k) d.e_[k] = (TD)(sums[k] + own_c[k]);
 }
 }  // namespace tmps_sim
 
