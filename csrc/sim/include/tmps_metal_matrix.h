@@ -59,6 +59,18 @@ template<class T, int R, int C, class P>
 inline void simdgroup_load(thread simdgroup_matrix<T, R, C>& d, P src, ulong elements_per_row = 8,
                            ulong2 origin = ulong2(0, 0), bool transpose = false) {
   unsigned l = ::tmps_sim::lane_now(), r = ::tmps_sim::mat_row(l), c0 = ::tmps_sim::mat_col0(l);
+#ifndef TMPS_SIM_STRICT  // (the strict check's address spaces do not convert to memcpy's void*)
+  if (!transpose) {
+    // The lane's two elements are adjacent: one access (one memcheck check, not two: these
+    // loads were most of a tl.dot kernel's checked accesses).
+    typedef __remove_cvref(decltype(*src)) E;
+    typename ::tmps_sim::strip_space<E>::type pair[2];
+    __builtin_memcpy(pair, &src[(origin.y + r) * elements_per_row + origin.x + c0], sizeof pair);
+    d.e_[0] = (T)pair[0];
+    d.e_[1] = (T)pair[1];
+    return;
+  }
+#endif
   for (unsigned k = 0; k < 2; ++k) {
     ulong row = transpose ? c0 + k : r, col = transpose ? r : c0 + k;
     d.e_[k] = (T)src[(origin.y + row) * elements_per_row + origin.x + col];
