@@ -540,7 +540,7 @@ std::string build_fingerprint(const CompileOptions& options, OptLevel level) {
 }
 
 void compile_shared_object(const std::string& cpp, const std::string& out_path, const CompileOptions& options,
-                           OptLevel level) {
+                           OptLevel level, const std::function<void()>& settle) {
   const Toolchain& tc = find_toolchain();
   temp_dir();  // the compiler and linker write temporary files there
   std::string dir = dir_of(out_path);
@@ -579,6 +579,7 @@ void compile_shared_object(const std::string& cpp, const std::string& out_path, 
       argv.push_back(a);
     r = run_process(argv, compiler_env(tc), work);
   }
+  if (settle) settle();
   if (r.status != 0 || !file_exists(so)) {
     std::string what = options.label.empty() ? std::string() : " for '" + options.label + "'";
     throw CompileError("simulator: compiling the kernel" + what + " failed:\n" + diagnostics(r));

@@ -2,6 +2,7 @@
 // metal_stdlib shim, plus the strict Metal check. The compiler itself: toolchain.h.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -26,8 +27,11 @@ enum class OptLevel { Quick, Full };
 
 // Compile translated C++ into a shared object at `out_path`, written atomically (temp file
 // in the same directory, then rename). Throws CompileError with the compiler's diagnostics.
+// `settle`, if given, runs once the compiler is done and before anything is published or a
+// compile error thrown: a check running beside the build (the strict check) gives its verdict
+// there, so its error comes first and a rejected kernel's object never reaches `out_path`.
 void compile_shared_object(const std::string& cpp, const std::string& out_path, const CompileOptions& options,
-                           OptLevel level = OptLevel::Full);
+                           OptLevel level = OptLevel::Full, const std::function<void()>& settle = {});
 
 // The CPU kernels are built for: a fixed baseline chosen from what the host can run (never the
 // host's native features, which may change numerics), or $TRITON_MPS_SIM_CPU. `name` is in the

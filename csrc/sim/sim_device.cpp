@@ -12,6 +12,7 @@
 #include <cstring>
 #include <filesystem>
 #include <functional>
+#include <future>
 #include <map>
 #include <mutex>
 
@@ -231,11 +232,12 @@ std::shared_ptr<KernelLibrary> cached_library(const std::string& so, const std::
 
 // Compiles, records and loads the library for `key`.
 std::shared_ptr<KernelLibrary> build_library(const std::string& cpp, const std::string& so, const std::string& key,
-                                             const CompileOptions& options, OptLevel level, BuildCounters& n) {
+                                             const CompileOptions& options, OptLevel level, BuildCounters& n,
+                                             const std::function<void()>& settle = {}) {
   // The library names the key it was built for (checked at every load from disk).
   const auto t0 = std::chrono::steady_clock::now();
   compile_shared_object(cpp + "\nextern \"C\" __attribute__((visibility(\"default\"))) extern const char "
-                              "tmps_sim_key[] = \"" + key + "\";\n", so, options, level);
+                              "tmps_sim_key[] = \"" + key + "\";\n", so, options, level, settle);
   const double build_ns = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count();
   ++n.compiled;
   write_meta(so, build_ns);
@@ -624,15 +626,29 @@ std::shared_ptr<Pipeline> SimDevice::build_pipeline(const std::string& source, c
     if (!lib) {
       // Only on a real build: options.key() (part of the key) holds strict_check, so a cached
       // library already passed the check when it was made.
+      // The strict check runs beside the build (another compiler process: a build waited for
+      // takes the longer of the two, not their sum). Its verdict is taken before the library is
+      // published and before a compile error is thrown, so its error comes first, as when it ran
+      // first, and a rejected kernel never reaches the cache.
+      std::future<void> strict;
+      std::function<void()> settle;
       if (options.strict_check) {
         try {
           check_metal_rules(source, filename);
         } catch (const CompileError& e) {
           throw CompileError(std::string("Metal would reject this kernel:\n") + e.what());
         }
-        strict_check(tr.cpp, options);
+        strict = std::async(std::launch::async, [cpp = tr.cpp, options] { strict_check(cpp, options); });
+        settle = [&strict] {
+          if (strict.valid()) strict.get();
+        };
       }
-      lib = build_library(tr.cpp, so, key, options, level, *counters_);
+      try {
+        lib = build_library(tr.cpp, so, key, options, level, *counters_, settle);
+      } catch (...) {
+        if (strict.valid()) strict.get();  // failed before settling: the strict verdict still comes first
+        throw;
+      }
     }
     if (level == OptLevel::Quick && tier == Tiering::Auto) {
       full_build = [cpp = tr.cpp, so_full, key_full, options, entry, counters = counters_]() {

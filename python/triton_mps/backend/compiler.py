@@ -438,9 +438,9 @@ class MPSBackend(BaseBackend):
         def make_metal(src_msl, metadata):
             # The pipeline builds in the background from here on; load_binary, at the first
             # launch, finds it built or joins the build (prebuild.py).
-            from . import prebuild
+            from .device import prebuild_pipeline
 
-            prebuild.start_kernel(src_msl, metadata["name"])
+            prebuild_pipeline(src_msl, metadata["name"])
             return src_msl.encode("utf-8")
 
         stages["ttir"] = make_ttir

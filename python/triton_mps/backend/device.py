@@ -20,6 +20,7 @@ from triton.runtime.errors import OutOfResources
 
 from .._core import LimitExceeded
 from ..chips import bus_width_bits, chip_of
+from . import prebuild
 
 
 def _core():
@@ -199,16 +200,19 @@ class MPSUtils:
         if shared > limit:
             raise OutOfResources(shared, limit, f"shared memory (threadgroup memory of kernel '{name}')")
         source = kernel.decode("utf-8") if isinstance(kernel, (bytes, bytearray)) else kernel
-        max_threads, version = pipeline_request(dev, source)
-        warn_if_unordered(source, version)
-        try:
-            pipeline = build_pipeline(dev, source, name, (max_threads, version))  # or joins its prebuild
-        except LimitExceeded as e:
-            # The Metal compiler could not fit the kernel's registers into num_warps * 32
-            # threads: OutOfResources, so that Triton's autotuner skips this config.
-            raise PipelineThreadLimit(max_threads, getattr(e, "limit", 0), f"threads per threadgroup ({e})") from None
-        function = _core().TritonFunction(dev, pipeline)
-        max_threads = int(pipeline.max_total_threads_per_threadgroup)
+        request = pipeline_request(dev, source)
+        warn_if_unordered(source, request[1])
+        limit = int(dev.info["max_threads_per_threadgroup"])
+        if dev.info["is_simulator"] and request[0] <= limit and prebuild.workers() > 0:
+            # Deferred to the first launch: a simulator pipeline's thread limit is the device's
+            # whatever the kernel, so nothing here needs the build. Loading a kernel's autotuning
+            # configs then does not wait for their builds; each config's build goes on in the
+            # background (prebuild.py) while the configs before it are launched.
+            function = _core().TritonFunction(dev, name, limit, functools.partial(build_at_launch, dev, source, name,
+                                                                                   request))
+            return function, function, registers_per_thread(limit), 0, limit
+        function = _core().TritonFunction(dev, build_at_launch(dev, source, name, request))
+        max_threads = int(function.max_threads)
         return function, function, registers_per_thread(max_threads), 0, max_threads
 
     def unload_module(self, module) -> None:
@@ -225,6 +229,18 @@ def pipeline_request(dev, source: str) -> tuple[int, str]:
     return threads_from_msl(source), msl_version_for(source, dev.info.get("msl_version", "3.1"))
 
 
+def build_at_launch(dev, source: str, name: str, request: tuple[int, str]):
+    """The pipeline a launch needs now: built here, or joined where it is being built (running
+    queued builds on this thread meanwhile: prebuild.help_while_building)."""
+    prebuild.help_while_building(source, name)
+    try:
+        return build_pipeline(dev, source, name, request)
+    except LimitExceeded as e:
+        # The Metal compiler could not fit the kernel's registers into num_warps * 32
+        # threads: OutOfResources, so that Triton's autotuner skips this config.
+        raise PipelineThreadLimit(request[0], getattr(e, "limit", 0), f"threads per threadgroup ({e})") from None
+
+
 def build_pipeline(dev, source: str, name: str, request: tuple[int, str] | None = None, *,
                    issue_warnings: bool = True):
     """The pipeline of a Triton kernel's MSL on native device `dev`: what load_binary loads and
@@ -233,6 +249,30 @@ def build_pipeline(dev, source: str, name: str, request: tuple[int, str] | None 
     max_threads, version = request or pipeline_request(dev, source)
     return dev.compile(source, name, math_mode="safe", strict=True, label=name, max_threads=max_threads,
                        language_version=version, issue_warnings=issue_warnings)
+
+
+def prebuild_pipeline(source: str, name: str) -> None:
+    """Start building a just-compiled kernel's pipeline on the current device, in the background
+    (prebuild.py). In Inductor's compile workers the simulator builds it at once, into its on-disk
+    cache, where the process that launches it finds it: the workers build in parallel, and a
+    worker's background thread could still be building when the kernel's first launch needs it."""
+    try:
+        dev = _device(None)
+    except Exception:  # noqa: BLE001  (no device: load_binary reports it at the launch)
+        return
+    if _in_inductor_compile_worker():
+        if dev.info["is_simulator"] and prebuild.workers() > 0:
+            try:
+                build_pipeline(dev, source, name, issue_warnings=False)
+            except Exception:  # noqa: BLE001  (load_binary builds again and raises it at the launch)
+                pass
+        return
+    prebuild.start(prebuild.key_of(source, name), lambda: build_pipeline(dev, source, name, issue_warnings=False))
+
+
+def _in_inductor_compile_worker() -> bool:
+    utils = sys.modules.get("torch._inductor.compile_worker.utils")
+    return utils is not None and not utils.in_toplevel_process()
 
 
 class PipelineThreadLimit(OutOfResources, LimitExceeded):

@@ -14,6 +14,12 @@ Policy:
   the CPU count, at least 1 (the thread compiling Triton keeps a core).
 - Builds are taken first in, first out. Builds not yet started when the interpreter exits are
   dropped; one under way finishes (a compiler process is not stopped halfway).
+- A launch that needs a kernel whose build is under way on a build thread does not sit idle: it
+  runs queued builds on its own thread until that build is done (`help_while_building`).
+  Inductor compiles a kernel's autotuning configs and then launches them one after another, so
+  the next queued build is most often the next one the launch needs; with one build thread per
+  core but one, this puts the launching thread's core to work too. A kernel still queued is
+  built by the launch itself (the native pipeline cache builds each key once).
 - fork(): the parent waits for the builds under way first (a child must not inherit a build that
   no thread of its own will finish); the child starts with no queue and no threads.
 - Warnings a build raises (an unusable cache, ...) are left for the next build on a caller's
@@ -24,12 +30,12 @@ from __future__ import annotations
 
 import atexit
 import os
-import sys
 import threading
 from collections import deque
 from collections.abc import Callable
 
 Build = Callable[[], object]
+Key = tuple[str, int]  # (kernel name, hash of its MSL)
 
 
 def workers() -> int:
@@ -47,17 +53,18 @@ def workers() -> int:
 class _Queue:
     def __init__(self) -> None:
         self.cond = threading.Condition()
-        self.builds: deque[Build] = deque()
+        self.builds: deque[tuple[Key, Build]] = deque()
+        self.running: dict[Key, int] = {}  # builds under way, by key (a count: keys may repeat)
         self.threads = 0  # build threads alive
         self.idle = 0  # of them, waiting for work
         self.busy = 0  # builds under way
         self.stopping = False
 
-    def start(self, build: Build, limit: int) -> None:
+    def start(self, key: Key, build: Build, limit: int) -> None:
         with self.cond:
             if self.stopping:
                 return
-            self.builds.append(build)
+            self.builds.append((key, build))
             if self.idle == 0 and self.threads < limit:
                 self.threads += 1
                 threading.Thread(target=self._work, name="triton-mps-prebuild", daemon=True).start()
@@ -74,16 +81,40 @@ class _Queue:
                 if self.stopping:
                     self.threads -= 1
                     return
-                build = self.builds.popleft()
-                self.busy += 1
-            try:
-                build()
-            except BaseException:  # noqa: BLE001  (load_binary builds again and raises it)
-                pass
-            finally:
-                with self.cond:
-                    self.busy -= 1
-                    self.cond.notify_all()
+                entry = self._take_locked()
+            self._run(entry)
+
+    def _take_locked(self) -> tuple[Key, Build]:
+        key, build = self.builds.popleft()
+        self.busy += 1
+        self.running[key] = self.running.get(key, 0) + 1
+        return key, build
+
+    def _run(self, entry: tuple[Key, Build]) -> None:
+        key, build = entry
+        try:
+            build()
+        except BaseException:  # noqa: BLE001  (load_binary builds again and raises it)
+            pass
+        finally:
+            with self.cond:
+                self.busy -= 1
+                self.running[key] -= 1
+                if not self.running[key]:
+                    del self.running[key]
+                self.cond.notify_all()
+
+    def help_while_building(self, key: Key) -> int:
+        """While a build of `key` is under way on another thread, run queued builds on this one.
+        Returns how many it ran."""
+        ran = 0
+        while True:
+            with self.cond:
+                if key not in self.running or not self.builds or self.stopping:
+                    return ran
+                entry = self._take_locked()
+            self._run(entry)
+            ran += 1
 
     def wait_idle(self) -> None:
         """Until no build is queued or under way."""
@@ -104,45 +135,30 @@ class _Queue:
 _queue = _Queue()
 
 
-def start(build: Build) -> bool:
-    """Queue `build` (a pipeline build; its result and errors are dropped). False when prebuilds
-    are off (TRITON_MPS_PREBUILD=0) or the interpreter is exiting."""
+def key_of(source: str, name: str) -> Key:
+    return (name, hash(source))
+
+
+def start(key: Key, build: Build) -> bool:
+    """Queue `build` (a pipeline build; its result and errors are dropped) under `key`. False when
+    prebuilds are off (TRITON_MPS_PREBUILD=0) or the interpreter is exiting."""
     limit = workers()
     if limit == 0:
         return False
-    _queue.start(build, limit)
+    _queue.start(key, build, limit)
     return True
+
+
+def help_while_building(source: str, name: str) -> int:
+    """Called before a launch waits for kernel (`source`, `name`): if a build thread is building
+    it, run queued builds on the calling thread until it is done (see the module docstring).
+    Returns the number of builds run here."""
+    return _queue.help_while_building(key_of(source, name))
 
 
 def wait_idle() -> None:
     """Until every queued build has run (tests and benchmarks)."""
     _queue.wait_idle()
-
-
-def start_kernel(source: str, name: str) -> None:
-    """Start building a just-compiled kernel's pipeline on the current device, in the background.
-    In Inductor's compile workers the simulator builds it at once, into its on-disk cache, where
-    the process that launches it finds it: the workers build in parallel, and a worker's
-    background thread could still be building when the kernel's first launch needs it."""
-    from .device import _device, build_pipeline
-
-    try:
-        dev = _device(None)
-    except Exception:  # noqa: BLE001  (no device: load_binary reports it at the launch)
-        return
-    if _in_inductor_compile_worker():
-        if dev.info["is_simulator"] and workers() > 0:
-            try:
-                build_pipeline(dev, source, name, issue_warnings=False)
-            except Exception:  # noqa: BLE001  (load_binary builds again and raises it at the launch)
-                pass
-        return
-    start(lambda: build_pipeline(dev, source, name, issue_warnings=False))
-
-
-def _in_inductor_compile_worker() -> bool:
-    utils = sys.modules.get("torch._inductor.compile_worker.utils")
-    return utils is not None and not utils.in_toplevel_process()
 
 
 def _before_fork() -> None:

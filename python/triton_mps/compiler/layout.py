@@ -23,6 +23,14 @@ def _combine(bases: list[tuple[int, ...]], bits: int, rank: int) -> tuple[int, .
     return c
 
 
+def _table(bases: tuple[tuple[int, ...], ...], rank: int) -> tuple[tuple[int, ...], ...]:
+    """_combine(bases, i, rank) for every i < 2**len(bases)."""
+    out = [(0,) * rank]
+    for b in bases:
+        out += [_xor(c, b) for c in out]
+    return tuple(out)
+
+
 @dataclass(frozen=True)
 class Layout:
     shape: tuple[int, ...]
@@ -41,13 +49,30 @@ class Layout:
 
     def reg_coord(self, r: int) -> tuple[int, ...]:
         """Compile-time part of register r's coordinate."""
-        return _combine(list(self.reg_bases), r, self.rank)
+        t = self._reg_coords
+        return t[r] if r < len(t) else _combine(list(self.reg_bases), r, self.rank)
 
     def lane_coord(self, lane: int) -> tuple[int, ...]:
-        return _combine(list(self.lane_bases), lane, self.rank)
+        t = self._lane_coords
+        return t[lane] if lane < len(t) else _combine(list(self.lane_bases), lane, self.rank)
 
     def warp_coord(self, warp: int) -> tuple[int, ...]:
-        return _combine(list(self.warp_bases), warp, self.rank)
+        t = self._warp_coords
+        return t[warp] if warp < len(t) else _combine(list(self.warp_bases), warp, self.rank)
+
+    # Every coordinate of each input, tabulated once per layout (lowerings ask for them per
+    # register, many times over): entry i is entry (i without its highest bit) XOR that bit's basis.
+    @cached_property
+    def _reg_coords(self) -> tuple[tuple[int, ...], ...]:
+        return _table(self.reg_bases, self.rank)
+
+    @cached_property
+    def _lane_coords(self) -> tuple[tuple[int, ...], ...]:
+        return _table(self.lane_bases, self.rank)
+
+    @cached_property
+    def _warp_coords(self) -> tuple[tuple[int, ...], ...]:
+        return _table(self.warp_bases, self.rank)
 
     def coord(self, r: int, lane: int, warp: int) -> tuple[int, ...]:
         return _xor(_xor(self.reg_coord(r), self.lane_coord(lane)), self.warp_coord(warp))

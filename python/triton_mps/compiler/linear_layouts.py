@@ -16,6 +16,7 @@ operand is the outer one (its bases are shifted past the left's size in shared o
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 
@@ -249,9 +250,11 @@ def _distributed(text: str, shape: list[int]) -> _LL | None:
     return None
 
 
+@functools.lru_cache(maxsize=1024)
 def layout_of(encoding: str, shape: tuple[int, ...]) -> Layout | None:
     """The linear layout of a distributed encoding's text for `shape`; None when the encoding is
-    not one computed here (shared encodings, MMA layouts, several CTAs)."""
+    not one computed here (shared encodings, MMA layouts, several CTAs). Cached across kernels:
+    layouts are immutable, and autotuning configs share most of theirs."""
     ll = _distributed(encoding, list(shape))
     if ll is None:
         return None

@@ -10,6 +10,7 @@ or one of our own generated names (`tmps_*`: helpers, kernel state, the simulato
 
 from __future__ import annotations
 
+import functools
 import re
 
 # C++ keywords and alternative tokens, plus MSL's own keywords and attribute-like qualifiers.
@@ -64,6 +65,7 @@ _RESERVED_PATTERNS = (
 )
 
 
+@functools.lru_cache(maxsize=8192)
 def is_reserved(name: str) -> bool:
     """True when `name` cannot be used as a global or local MSL identifier of ours."""
     return name in _KEYWORDS or name in _STDLIB or any(p.fullmatch(name) for p in _RESERVED_PATTERNS)
@@ -84,6 +86,7 @@ def legal_kernel_name(name: str) -> str:
     return "k_" + out if is_reserved(out) else out
 
 
+@functools.lru_cache(maxsize=4096)
 def local_prefix(hint: str) -> str:
     """A prefix for numbered locals (`<prefix><n>`, registers `<prefix><n>_<r>`): ends with a
     letter, so different prefixes never produce the same name, and is not one of our names."""

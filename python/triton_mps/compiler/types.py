@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 
@@ -190,7 +191,10 @@ def _split_top(s: str, sep: str = ",") -> list[str]:
 
 
 
+@functools.lru_cache(maxsize=4096)
 def parse_type(text: str):
+    """The type a printed MLIR type stands for (cached: types are immutable and kernels repeat a
+    few type texts thousands of times)."""
     t = text.strip()
     if t in BY_MLIR:
         return ScalarType(t)

@@ -146,3 +146,89 @@ print("child", os.waitstatus_to_exitcode(status))
 t = time.perf_counter()
 """, TRITON_MPS_DEVICE="sim")
     assert r.returncode == 0 and "child 0" in r.stdout, r.stdout + r.stderr[-3000:]
+
+
+def test_a_waiting_launch_runs_queued_builds_meanwhile():
+    # Build A is under way on the build thread; the launch needing A runs B and C on its own
+    # thread instead of sitting idle (prebuild.help_while_building), then returns.
+    import threading
+
+    q = prebuild._Queue()
+    a_started, a_release = threading.Event(), threading.Event()
+    ran_on: dict[str, int] = {}
+
+    def build(name, before=None, after=None):
+        def run():
+            if before:
+                before()
+            ran_on[name] = threading.get_ident()
+            if after:
+                after()
+        return run
+
+    q.start(("a", 1), build("a", before=lambda: (a_started.set(), a_release.wait(10))), limit=1)
+    assert a_started.wait(10)
+    q.start(("b", 2), build("b"), limit=1)
+    q.start(("c", 3), build("c", after=a_release.set), limit=1)
+    assert q.help_while_building(("x", 0)) == 0  # nothing of that key under way: no help
+    assert q.help_while_building(("a", 1)) == 2
+    me = threading.get_ident()
+    assert ran_on["b"] == me and ran_on["c"] == me
+    q.wait_idle()
+    assert ran_on["a"] != me
+    q.stop()
+
+
+DEFERRED = KERNEL + """
+x = torch.zeros(10)
+ck = k.warmup(x, 10, BLOCK=16, grid=(1,))
+ck._init_handles()
+print("deferred after load:", ck.function.deferred, ck.n_max_threads)
+k[(1,)](x, 10, BLOCK=16)
+print("deferred after launch:", ck.function.deferred, x.sum().item())
+"""
+
+
+def test_a_simulator_kernel_loads_before_its_build_finishes(tmp_path):
+    # Loading (Triton's _init_handles, Inductor's precompile) does not wait for the build; the
+    # first launch does. The result is the same.
+    r = _child(tmp_path, DEFERRED, TRITON_MPS_DEVICE="sim")
+    assert "deferred after load: True 1024" in r.stdout, r.stdout + r.stderr[-3000:]
+    assert "deferred after launch: False 10.0" in r.stdout, r.stdout + r.stderr[-3000:]
+
+
+@pytest.mark.parametrize("env", [{"TRITON_MPS_DEVICE": "sim", "TRITON_MPS_PREBUILD": "0"},
+                                 {"TRITON_MPS_DEVICE": "metal-emu"}], ids=["sim-prebuild-off", "metal-emu"])
+def test_loading_builds_where_nothing_builds_ahead_or_the_limit_needs_the_build(tmp_path, env):
+    # Without prebuilds a deferral gains nothing; on Metal the pipeline's thread limit (which
+    # load_binary returns) is known only once built.
+    r = _child(tmp_path, DEFERRED, **env)
+    assert "deferred after load: False" in r.stdout, r.stdout + r.stderr[-3000:]
+    assert "deferred after launch: False 10.0" in r.stdout, r.stdout + r.stderr[-3000:]
+
+
+def test_a_failed_deferred_build_raises_at_every_launch(tmp_path):
+    r = _child(tmp_path, KERNEL + """
+import triton_mps.backend.device as device
+real = device.build_pipeline
+def failing(dev, source, name, *args, **kw):
+    broken = source.replace("using namespace metal;", "using namespace metal; tmps_no_such_type tmps_broken;", 1)
+    return real(dev, broken, name, *args, **kw)
+device.build_pipeline = failing
+x = torch.zeros(10)
+ck = k.warmup(x, 10, BLOCK=16, grid=(1,))
+ck._init_handles()
+print("loaded, deferred:", ck.function.deferred)
+for attempt in (1, 2):
+    try:
+        k[(1,)](x, 10, BLOCK=16)
+    except triton_mps.CompileError as e:
+        print("launch", attempt, "raised:", "tmps_no_such_type" in str(e), ck.function.deferred)
+device.build_pipeline = real  # fixed: the next launch builds and runs
+k[(1,)](x, 10, BLOCK=16)
+print("then:", x.sum().item())
+""", TRITON_MPS_DEVICE="sim")
+    out = r.stdout
+    assert "loaded, deferred: True" in out, out + r.stderr[-3000:]
+    assert "launch 1 raised: True True" in out and "launch 2 raised: True True" in out, out + r.stderr[-3000:]
+    assert "then: 10.0" in out, out + r.stderr[-3000:]
