@@ -272,6 +272,7 @@ bool complete_collectives(Worker& w, uint32_t n) {
     }
     snap.active_mask = mask;
     snap.size = size;
+    snap.shim_state = 0;  // a new exchange: nothing computed from it yet (tmps_sim_abi.h)
     progressed = true;
     if (w.d->counting) {
       DispatchCounters& c = w.counters;
@@ -724,6 +725,23 @@ DispatchCounters Scheduler::run(const LaunchSpec& spec) {
       d.mc.hi[d.mc.count] = hi;
       ++d.mc.count;
     };
+    // The race check sees every threadgroup access; interleaving sees every access.
+    const auto add_arenas = [&] {
+      if (!(checks & TMPS_CHECK_RACE))
+        for (unsigned i = 0; i < n; ++i) {
+          const auto a = reinterpret_cast<uintptr_t>(workers_[i]->arena.get());
+          add(a, a + kMaxThreadgroupMemory);
+        }
+    };
+    // The arenas first when everything fits: the fast path tries the ranges in order, and a
+    // tl.dot kernel makes most of its accesses there (staged operands, simdgroup_load/store),
+    // many times its device accesses; a buffer access pays a comparison per worker. (With more
+    // workers than fit beside the buffers, the buffers keep their places and the arenas take
+    // what is left, as the slow path allows the rest.)
+    uint32_t bound = 0;
+    for (uint32_t i = 0; i < TMPS_SIM_MAX_BUFFERS; ++i) bound += spec.buffers[i] ? 1 : 0;
+    const bool arenas_first = n + bound + 2 <= TMPS_SIM_MC_RANGES;
+    if (arenas_first) add_arenas();
     for (uint32_t i = 0; i < TMPS_SIM_MAX_BUFFERS; ++i)
       if (spec.buffers[i]) {
         const auto ptr = reinterpret_cast<uintptr_t>(spec.buffers[i]);
@@ -731,12 +749,7 @@ DispatchCounters Scheduler::run(const LaunchSpec& spec) {
       }
     add(reinterpret_cast<uintptr_t>(runtime()), reinterpret_cast<uintptr_t>(runtime() + 1));
     add(reinterpret_cast<uintptr_t>(&spec), reinterpret_cast<uintptr_t>(&spec + 1));
-    // The race check sees every threadgroup access; interleaving sees every access.
-    if (!(checks & TMPS_CHECK_RACE))
-      for (unsigned i = 0; i < n; ++i) {
-        const auto a = reinterpret_cast<uintptr_t>(workers_[i]->arena.get());
-        add(a, a + kMaxThreadgroupMemory);
-      }
+    if (!arenas_first) add_arenas();
     if (checks & TMPS_CHECK_INTERLEAVE) d.mc.count = 0;
   }
   if (spec.memcheck_slot) {

@@ -71,3 +71,33 @@ def test_strict_check_rejects_each_violation(sim):
     # device->thread, write to constant (x2), threadgroup->device, double: one error each.
     for line in (7, 8, 9, 10, 11):
         assert f":{line}:" in message, f"line {line} not reported:\n{message}"
+
+
+_SIMD_VALUE_KERNEL = """#include <metal_stdlib>
+using namespace metal;
+kernel void k(device {t}* out [[buffer(0)]], uint i [[thread_position_in_grid]]) {{
+  {t} v = {t}(({e})(i & 1u));
+  out[i] = {fn}(v, (ushort)1);
+}}
+"""
+
+
+@pytest.mark.parametrize("t,e", [("uint4", "uint"), ("float2", "float"), ("half3", "half"), ("int", "int"),
+                                 ("short4", "short"), ("uchar2", "uchar"), ("char", "char"), ("bfloat", "bfloat")])
+@pytest.mark.parametrize("fn", ["simd_shuffle_xor", "simd_broadcast", "quad_shuffle_down"])
+def test_strict_accepts_metal_simd_values(sim, t, e, fn):
+    """Scalars and 2- to 4-vectors of Metal's 8- to 32-bit types pass the strict check (the
+    compiler batches shuffles into uint2..uint4)."""
+    k = triton_mps.compile_msl(_SIMD_VALUE_KERNEL.format(t=t, e=e, fn=fn), "k", sim)
+    assert k.name == "k"
+
+
+@pytest.mark.parametrize("t,e", [("bool", "bool"), ("long", "long"), ("ulong2", "ulong"), ("bool4", "bool")])
+@pytest.mark.parametrize("fn", ["simd_shuffle_xor", "simd_broadcast", "quad_shuffle_down"])
+def test_strict_rejects_other_simd_values(sim, t, e, fn):
+    """bool and 64-bit values are not Metal SIMD-group values (Metal code moves them with as_type):
+    the strict check says so, naming the line."""
+    with pytest.raises(triton_mps.CompileError) as info:
+        triton_mps.compile_msl(_SIMD_VALUE_KERNEL.format(t=t, e=e, fn=fn), "k", sim)
+    assert "not a Metal SIMD-group value type" in str(info.value)
+    assert ":5:" in str(info.value), str(info.value)

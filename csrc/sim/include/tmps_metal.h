@@ -18,6 +18,7 @@
 //     (constant: to `const`) unless TMPS_SIM_STRICT, where device/constant/threadgroup are
 //     clang address spaces 1/2/3 (constant also const), `double`, `goto`, `virtual` are
 //     poisoned, and `coherent(device)` (MSL 3.2) is `volatile` (no implicit drop to a plain pointer).
+//     SIMD-/quad-group data functions take only Metal's value types there (tmps_metal_simd.h).
 //   - ::tmps_sim::threadgroup_static<T>(id, line): storage of a kernel-scope threadgroup T.
 //   - ::tmps_sim::position<T>(const tmps_u32 (&v)[3]) and position<T>(tmps_u32): thread
 //     positions as the parameter's type (scalar: v[0]; N-vector: first N).

@@ -59,6 +59,18 @@ template<class T, int R, int C, class P>
 inline void simdgroup_load(thread simdgroup_matrix<T, R, C>& d, P src, ulong elements_per_row = 8,
                            ulong2 origin = ulong2(0, 0), bool transpose = false) {
   unsigned l = ::tmps_sim::lane_now(), r = ::tmps_sim::mat_row(l), c0 = ::tmps_sim::mat_col0(l);
+#ifndef TMPS_SIM_STRICT  // (the strict check's address spaces do not convert to memcpy's void*)
+  if (!transpose) {
+    // The lane's two elements are adjacent: one access (one memcheck check, not two: these
+    // loads were most of a tl.dot kernel's checked accesses).
+    typedef __remove_cvref(decltype(*src)) E;
+    typename ::tmps_sim::strip_space<E>::type pair[2];
+    __builtin_memcpy(pair, &src[(origin.y + r) * elements_per_row + origin.x + c0], sizeof pair);
+    d.e_[0] = (T)pair[0];
+    d.e_[1] = (T)pair[1];
+    return;
+  }
+#endif
   for (unsigned k = 0; k < 2; ++k) {
     ulong row = transpose ? c0 + k : r, col = transpose ? r : c0 + k;
     d.e_[k] = (T)src[(origin.y + row) * elements_per_row + origin.x + col];
@@ -78,32 +90,59 @@ inline void simdgroup_store(thread const simdgroup_matrix<T, R, C>& m, P dst, ul
 }  // namespace metal
 
 namespace tmps_sim {
-// d = a * b + c (c may be null). One exchange carries every lane's elements of a, b and c.
+// d = a * b + c (c may be null). One exchange carries every lane's elements of a and b (c is
+// only read by its own lane). The first lane to resume computes all 64 sums a * b from the
+// snapshot, each into its lane's slot after the deposit, and marks the snapshot (shim_state);
+// every lane then adds its own c. Computing per lane instead read 12 other lanes' slots from
+// every lane's fiber, cache misses that made this the largest item of a tl.dot kernel's
+// profile. Each sum still runs i = 0..7 from 0.0f, then + c, rounded once to TD.
+struct mma_pack { float a[2], b[2]; };  // float: exact for every supported element type
+enum : unsigned { kMmaDone = 1u, kMmaSums = sizeof(mma_pack) };  // shim_state; offset of the sums in a slot
+static_assert(kMmaSums + 2 * sizeof(float) <= TMPS_SIM_EXCHANGE_SLOT, "mma: the sums must fit the slot");
+
+TMPS_SHIM_TRUSTED inline void mma_sums(tmps_sim_exchange* x) {
+  float a[8][8], b[8][8];  // a[row][i], b[i][col]
+  for (unsigned l = 0; l < 32; ++l) {
+    mma_pack p;
+    __builtin_memcpy(&p, x->value[l], sizeof p);
+    unsigned r = mat_row(l), c0 = mat_col0(l);
+    a[r][c0] = p.a[0];
+    a[r][c0 + 1] = p.a[1];
+    b[r][c0] = p.b[0];
+    b[r][c0 + 1] = p.b[1];
+  }
+  for (unsigned l = 0; l < 32; ++l) {
+    unsigned r = mat_row(l), c0 = mat_col0(l);
+    float sums[2];
+    for (unsigned k = 0; k < 2; ++k) {
+      float acc = 0.0f;
+      for (unsigned i = 0; i < 8; ++i) acc += a[r][i] * b[i][c0 + k];
+      sums[k] = acc;
+    }
+    __builtin_memcpy(x->value[l] + kMmaSums, sums, sizeof sums);
+  }
+  x->shim_state = kMmaDone;
+}
+
 template<class TD, class TA, class TB, class TC>
 TMPS_SHIM_TRUSTED inline void mma(site s, ::metal::simdgroup_matrix<TD, 8, 8>& d, const ::metal::simdgroup_matrix<TA, 8, 8>& a,
                 const ::metal::simdgroup_matrix<TB, 8, 8>& b, const ::metal::simdgroup_matrix<TC, 8, 8>* c) {
-  struct pack { float a[2], b[2], c[2]; } mine;  // float: exact for every supported element type
+  mma_pack mine;
+  float own_c[2];
   for (int k = 0; k < 2; ++k) {
     mine.a[k] = (float)a.e_[k];
     mine.b[k] = (float)b.e_[k];
-    mine.c[k] = c ? (float)c->e_[k] : 0.0f;
+    own_c[k] = c ? (float)c->e_[k] : 0.0f;
   }
   const tmps_sim_exchange* x = tmps_sim_rt->simd_exchange(&mine, sizeof mine, s.id | TMPS_SIM_SITE_MATRIX, s.line);
   if (x->active_mask != 0xffffffffu)
     tmps_sim_rt->fail(s.line, "simdgroup_matrix multiply needs all 32 lanes of the SIMD-group (some lanes exited or diverged)");
-  auto at = [x](int which, unsigned row, unsigned col) TMPS_SHIM_TRUSTED {
-    pack p;
-    __builtin_memcpy(&p, x->value[mat_lane(row, col)], sizeof p);
-    const float* v = which == 0 ? p.a : which == 1 ? p.b : p.c;
-    return v[col & 1u];
-  };
-  unsigned l = x->lane, r = mat_row(l), c0 = mat_col0(l);
-  for (unsigned k = 0; k < 2; ++k) {
-    unsigned col = c0 + k;
-    float acc = 0.0f;
-    for (unsigned i = 0; i < 8; ++i) acc += at(0, r, i) * at(1, i, col);
-    d.e_[k] = (TD)(acc + mine.c[k]);
-  }
+  // The snapshot is the runtime's scratch for this SIMD-group until its next collective, which
+  // cannot complete before every lane has read its sums here.
+  if (x->shim_state != kMmaDone) mma_sums(const_cast<tmps_sim_exchange*>(x));
+  float sums[2];
+  __builtin_memcpy(sums, x->value[x->lane] + kMmaSums, sizeof sums);
+  for (unsigned k = 0; k < 2; ++k) d.e_[k] = (TD)(sums[k] + own_c[k]);
 }
 }  // namespace tmps_sim
 

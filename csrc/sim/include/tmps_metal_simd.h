@@ -120,6 +120,27 @@ struct op_and { template<class T> TMPS_SHIM_TRUSTED T operator()(T a, T b) const
 struct op_or { template<class T> TMPS_SHIM_TRUSTED T operator()(T a, T b) const { return a | b; } };
 struct op_xor { template<class T> TMPS_SHIM_TRUSTED T operator()(T a, T b) const { return a ^ b; } };
 
+// The value types of Metal's SIMD-/quad-group data functions (shuffles, reductions, prefix
+// operations, broadcasts): scalars and 2- to 4-component vectors of the 8- to 32-bit integer and
+// floating-point types. Not bool and not 64-bit integers (Metal code moves those through
+// uint / uint2 with as_type, as the compiler does), not structs. The strict check enforces it;
+// normal builds accept any value of at most TMPS_SIM_EXCHANGE_SLOT bytes.
+template<class T> struct simd_value {
+  typedef typename vt<T>::elem E;
+  enum {
+    ok = vt<T>::n <= 4 && (same<E, float>::value || same<E, half>::value || same<E, bfloat>::value ||
+                           same<E, int>::value || same<E, uint>::value || same<E, short>::value ||
+                           same<E, ushort>::value || same<E, char>::value || same<E, signed char>::value ||
+                           same<E, uchar>::value)
+  };
+};
+#ifdef TMPS_SIM_STRICT
+#define TMPS_SIMD_VALUE(T) \
+  static_assert(::tmps_sim::simd_value<T>::ok, "SIMD-group function: not a Metal SIMD-group value type (scalars and vectors of 8- to 32-bit integers, half, bfloat, float; move bool and 64-bit values with as_type)")
+#else
+#define TMPS_SIMD_VALUE(T) static_assert(true, "")
+#endif
+
 // The group functions, for a group of width W (32: simd, 4: quad).
 template<unsigned W> struct grp {
   template<class T, class Op> TMPS_SHIM_TRUSTED static T reduce(site s, T v, Op op) {
@@ -201,33 +222,33 @@ template<unsigned W> struct grp {
 namespace metal {
 
 #define TMPS_GROUP_FUNCS(P, W, VOTE)                                                                          \
-  template<class T> TMPS_SHIM_TRUSTED inline T P##_sum(::tmps_sim::site s, T v) { return ::tmps_sim::grp<W>::reduce(s, v, ::tmps_sim::op_add()); } \
-  template<class T> TMPS_SHIM_TRUSTED inline T P##_product(::tmps_sim::site s, T v) { return ::tmps_sim::grp<W>::reduce(s, v, ::tmps_sim::op_mul()); } \
-  template<class T> TMPS_SHIM_TRUSTED inline T P##_min(::tmps_sim::site s, T v) { return ::tmps_sim::grp<W>::reduce(s, v, ::tmps_sim::op_min()); } \
-  template<class T> TMPS_SHIM_TRUSTED inline T P##_max(::tmps_sim::site s, T v) { return ::tmps_sim::grp<W>::reduce(s, v, ::tmps_sim::op_max()); } \
-  template<class T> TMPS_SHIM_TRUSTED inline T P##_and(::tmps_sim::site s, T v) { return ::tmps_sim::grp<W>::reduce(s, v, ::tmps_sim::op_and()); } \
-  template<class T> TMPS_SHIM_TRUSTED inline T P##_or(::tmps_sim::site s, T v) { return ::tmps_sim::grp<W>::reduce(s, v, ::tmps_sim::op_or()); } \
-  template<class T> TMPS_SHIM_TRUSTED inline T P##_xor(::tmps_sim::site s, T v) { return ::tmps_sim::grp<W>::reduce(s, v, ::tmps_sim::op_xor()); } \
-  template<class T> TMPS_SHIM_TRUSTED inline T P##_prefix_inclusive_sum(::tmps_sim::site s, T v) {                             \
+  template<class T> TMPS_SHIM_TRUSTED inline T P##_sum(::tmps_sim::site s, T v) { TMPS_SIMD_VALUE(T); return ::tmps_sim::grp<W>::reduce(s, v, ::tmps_sim::op_add()); } \
+  template<class T> TMPS_SHIM_TRUSTED inline T P##_product(::tmps_sim::site s, T v) { TMPS_SIMD_VALUE(T); return ::tmps_sim::grp<W>::reduce(s, v, ::tmps_sim::op_mul()); } \
+  template<class T> TMPS_SHIM_TRUSTED inline T P##_min(::tmps_sim::site s, T v) { TMPS_SIMD_VALUE(T); return ::tmps_sim::grp<W>::reduce(s, v, ::tmps_sim::op_min()); } \
+  template<class T> TMPS_SHIM_TRUSTED inline T P##_max(::tmps_sim::site s, T v) { TMPS_SIMD_VALUE(T); return ::tmps_sim::grp<W>::reduce(s, v, ::tmps_sim::op_max()); } \
+  template<class T> TMPS_SHIM_TRUSTED inline T P##_and(::tmps_sim::site s, T v) { TMPS_SIMD_VALUE(T); return ::tmps_sim::grp<W>::reduce(s, v, ::tmps_sim::op_and()); } \
+  template<class T> TMPS_SHIM_TRUSTED inline T P##_or(::tmps_sim::site s, T v) { TMPS_SIMD_VALUE(T); return ::tmps_sim::grp<W>::reduce(s, v, ::tmps_sim::op_or()); } \
+  template<class T> TMPS_SHIM_TRUSTED inline T P##_xor(::tmps_sim::site s, T v) { TMPS_SIMD_VALUE(T); return ::tmps_sim::grp<W>::reduce(s, v, ::tmps_sim::op_xor()); } \
+  template<class T> TMPS_SHIM_TRUSTED inline T P##_prefix_inclusive_sum(::tmps_sim::site s, T v) { TMPS_SIMD_VALUE(T);                             \
     return ::tmps_sim::grp<W>::prefix(s, v, ::tmps_sim::op_add(), ::tmps_sim::zero_of<T>(), true); }          \
-  template<class T> TMPS_SHIM_TRUSTED inline T P##_prefix_exclusive_sum(::tmps_sim::site s, T v) {                             \
+  template<class T> TMPS_SHIM_TRUSTED inline T P##_prefix_exclusive_sum(::tmps_sim::site s, T v) { TMPS_SIMD_VALUE(T);                             \
     return ::tmps_sim::grp<W>::prefix(s, v, ::tmps_sim::op_add(), ::tmps_sim::zero_of<T>(), false); }         \
-  template<class T> TMPS_SHIM_TRUSTED inline T P##_prefix_inclusive_product(::tmps_sim::site s, T v) {                         \
+  template<class T> TMPS_SHIM_TRUSTED inline T P##_prefix_inclusive_product(::tmps_sim::site s, T v) { TMPS_SIMD_VALUE(T);                         \
     return ::tmps_sim::grp<W>::prefix(s, v, ::tmps_sim::op_mul(), ::tmps_sim::one_of<T>(), true); }           \
-  template<class T> TMPS_SHIM_TRUSTED inline T P##_prefix_exclusive_product(::tmps_sim::site s, T v) {                         \
+  template<class T> TMPS_SHIM_TRUSTED inline T P##_prefix_exclusive_product(::tmps_sim::site s, T v) { TMPS_SIMD_VALUE(T);                         \
     return ::tmps_sim::grp<W>::prefix(s, v, ::tmps_sim::op_mul(), ::tmps_sim::one_of<T>(), false); }          \
-  template<class T> TMPS_SHIM_TRUSTED inline T P##_shuffle(::tmps_sim::site s, T v, ushort lane) { return ::tmps_sim::grp<W>::shuffle(s, v, lane); } \
-  template<class T> TMPS_SHIM_TRUSTED inline T P##_broadcast(::tmps_sim::site s, T v, ushort lane) { return ::tmps_sim::grp<W>::shuffle(s, v, lane); } \
-  template<class T> TMPS_SHIM_TRUSTED inline T P##_shuffle_xor(::tmps_sim::site s, T v, ushort mask) { return ::tmps_sim::grp<W>::shuffle_xor(s, v, mask); } \
-  template<class T> TMPS_SHIM_TRUSTED inline T P##_shuffle_up(::tmps_sim::site s, T v, ushort d) { return ::tmps_sim::grp<W>::shuffle_up(s, v, d); } \
-  template<class T> TMPS_SHIM_TRUSTED inline T P##_shuffle_down(::tmps_sim::site s, T v, ushort d) { return ::tmps_sim::grp<W>::shuffle_down(s, v, d); } \
-  template<class T> TMPS_SHIM_TRUSTED inline T P##_shuffle_rotate_up(::tmps_sim::site s, T v, ushort d) { return ::tmps_sim::grp<W>::rotate_up(s, v, d); } \
-  template<class T> TMPS_SHIM_TRUSTED inline T P##_shuffle_rotate_down(::tmps_sim::site s, T v, ushort d) { return ::tmps_sim::grp<W>::rotate_down(s, v, d); } \
-  template<class T> TMPS_SHIM_TRUSTED inline T P##_shuffle_and_fill_down(::tmps_sim::site s, T v, T fill, ushort d, ushort mod = W) { \
+  template<class T> TMPS_SHIM_TRUSTED inline T P##_shuffle(::tmps_sim::site s, T v, ushort lane) { TMPS_SIMD_VALUE(T); return ::tmps_sim::grp<W>::shuffle(s, v, lane); } \
+  template<class T> TMPS_SHIM_TRUSTED inline T P##_broadcast(::tmps_sim::site s, T v, ushort lane) { TMPS_SIMD_VALUE(T); return ::tmps_sim::grp<W>::shuffle(s, v, lane); } \
+  template<class T> TMPS_SHIM_TRUSTED inline T P##_shuffle_xor(::tmps_sim::site s, T v, ushort mask) { TMPS_SIMD_VALUE(T); return ::tmps_sim::grp<W>::shuffle_xor(s, v, mask); } \
+  template<class T> TMPS_SHIM_TRUSTED inline T P##_shuffle_up(::tmps_sim::site s, T v, ushort d) { TMPS_SIMD_VALUE(T); return ::tmps_sim::grp<W>::shuffle_up(s, v, d); } \
+  template<class T> TMPS_SHIM_TRUSTED inline T P##_shuffle_down(::tmps_sim::site s, T v, ushort d) { TMPS_SIMD_VALUE(T); return ::tmps_sim::grp<W>::shuffle_down(s, v, d); } \
+  template<class T> TMPS_SHIM_TRUSTED inline T P##_shuffle_rotate_up(::tmps_sim::site s, T v, ushort d) { TMPS_SIMD_VALUE(T); return ::tmps_sim::grp<W>::rotate_up(s, v, d); } \
+  template<class T> TMPS_SHIM_TRUSTED inline T P##_shuffle_rotate_down(::tmps_sim::site s, T v, ushort d) { TMPS_SIMD_VALUE(T); return ::tmps_sim::grp<W>::rotate_down(s, v, d); } \
+  template<class T> TMPS_SHIM_TRUSTED inline T P##_shuffle_and_fill_down(::tmps_sim::site s, T v, T fill, ushort d, ushort mod = W) { TMPS_SIMD_VALUE(T); \
     return ::tmps_sim::grp<W>::fill_down(s, v, fill, d, mod); }                                                \
-  template<class T> TMPS_SHIM_TRUSTED inline T P##_shuffle_and_fill_up(::tmps_sim::site s, T v, T fill, ushort d, ushort mod = W) { \
+  template<class T> TMPS_SHIM_TRUSTED inline T P##_shuffle_and_fill_up(::tmps_sim::site s, T v, T fill, ushort d, ushort mod = W) { TMPS_SIMD_VALUE(T); \
     return ::tmps_sim::grp<W>::fill_up(s, v, fill, d, mod); }                                                  \
-  template<class T> TMPS_SHIM_TRUSTED inline T P##_broadcast_first(::tmps_sim::site s, T v) { return ::tmps_sim::grp<W>::broadcast_first(s, v); } \
+  template<class T> TMPS_SHIM_TRUSTED inline T P##_broadcast_first(::tmps_sim::site s, T v) { TMPS_SIMD_VALUE(T); return ::tmps_sim::grp<W>::broadcast_first(s, v); } \
   TMPS_SHIM_TRUSTED inline VOTE P##_ballot(::tmps_sim::site s, bool b) {                                                         \
     unsigned active; unsigned bits = ::tmps_sim::grp<W>::ballot(s, b, &active);                               \
     return VOTE((VOTE::vote_t)bits, (VOTE::vote_t)active); }                                                   \

@@ -12,7 +12,7 @@
 #ifndef TMPS_SIM_ABI_H
 #define TMPS_SIM_ABI_H
 
-#define TMPS_SIM_ABI_VERSION 5u
+#define TMPS_SIM_ABI_VERSION 6u
 #define TMPS_SIM_SIMD_WIDTH 32u
 #define TMPS_SIM_EXCHANGE_SLOT 64u /* bytes one lane may deposit in a SIMD-group exchange */
 #define TMPS_SIM_MAX_BUFFERS 31u   /* Metal's buffer binding limit */
@@ -79,7 +79,11 @@ typedef struct tmps_sim_exchange {
    * returns: valid until that lane next calls into the runtime (no other lane runs meanwhile).
    * Spares the shim a current_thread() call per collective. */
   tmps_u32 lane;
-  tmps_u32 reserved;    /* keeps `value` 16-byte aligned */
+  /* 0 when the exchange completes; then the shim's own (the runtime never reads it): the first
+   * lane of a simdgroup_matrix multiply to resume computes the whole product into the slots'
+   * spare bytes and sets it, the other lanes only read their elements. Also keeps `value`
+   * 16-byte aligned. */
+  tmps_u32 shim_state;
   unsigned char value[TMPS_SIM_SIMD_WIDTH][TMPS_SIM_EXCHANGE_SLOT];
 } tmps_sim_exchange;
 

@@ -451,6 +451,34 @@ static void test_matrix() {
   });
   for (int i = 0; i < 64; ++i) CHECK(D[i] == want[i]);
   for (int r = 0; r < 8; ++r) for (int c = 0; c < 8; ++c) CHECK(DT[c * 8 + r] == want[r * 8 + c]);
+  // Rounded sums (fractions over 2^-20..2^10): each element must come out of i = 0..7 from 0,
+  // then + c, as this reference computes it; a second multiply right after the first (a new
+  // exchange) must not reuse the first one's sums.
+  float RA[64], RB[64], RC[64], R1[64], R2[64], want1[64], want2[64];
+  for (int i = 0; i < 64; ++i) {
+    s = s * 1103515245u + 12345u; RA[i] = (float)((int)(s >> 8) % 100003 - 50001) * 0.0009765625f;
+    s = s * 1103515245u + 12345u; RB[i] = (float)((int)(s >> 8) % 70001 - 35000) * 0.000001f;
+    s = s * 1103515245u + 12345u; RC[i] = (float)((int)(s >> 8) % 9999 - 4999) * 0.0001f;  // small: c must not hide the sums' low bits
+  }
+  for (int r = 0; r < 8; ++r)
+    for (int c = 0; c < 8; ++c) {
+      float acc = 0, acc2 = 0;
+      for (int k = 0; k < 8; ++k) acc += RA[r * 8 + k] * RB[k * 8 + c];
+      want1[r * 8 + c] = acc + RC[r * 8 + c];
+      for (int k = 0; k < 8; ++k) acc2 += RB[r * 8 + k] * RA[k * 8 + c];
+      want2[r * 8 + c] = acc2 + want1[r * 8 + c];
+    }
+  run_lanes(0xffffffffu, 3, [&](unsigned) {
+    simdgroup_float8x8 a, b, c, d, e;
+    simdgroup_load(a, RA);
+    simdgroup_load(b, RB);
+    simdgroup_load(c, RC);
+    simdgroup_multiply_accumulate(d, a, b, c);
+    simdgroup_multiply_accumulate(e, b, a, d);
+    simdgroup_store(d, R1);
+    simdgroup_store(e, R2);
+  });
+  for (int i = 0; i < 64; ++i) CHECK(R1[i] == want1[i] && R2[i] == want2[i]);
   // half inputs, transposed load from a 16-wide buffer at an origin, multiply without C
   half Hbig[16 * 16];
   for (int i = 0; i < 256; ++i) Hbig[i] = (half)(float)(i % 11 - 5);

@@ -30,6 +30,7 @@ from __future__ import annotations
 import math
 
 from ..ir import Op
+from ..lane_exchange import shuffle_many
 from ..layout import Layout, register_map
 from ..lowering import LoweringContext, lowers, scratch_limit
 from ..scratch import (
@@ -65,22 +66,6 @@ def _var(ctx: LoweringContext, t: str, expr: str, hint: str = "rd") -> str:
     name = ctx.e.fresh(hint)
     ctx.e.line(f"{t} {name} = {expr};")
     return name
-
-
-def _shuffle(ctx: LoweringContext, fn: str, t: str, x: str, arg: str) -> str:
-    """simd shuffle of one scalar of MSL type t (types Metal lacks go through supported ones)."""
-    a = f"(ushort)({arg})"
-    if t in ("float", "half", "int", "uint", "short", "ushort"):
-        return f"{fn}({x}, {a})"
-    if t in ("char", "uchar"):
-        return f"({t}){fn}((short){x}, {a})"
-    if t == "bool":
-        return f"({fn}((ushort){x}, {a}) != 0)"
-    if t == "bfloat":
-        return f"as_type<bfloat>({fn}(as_type<ushort>({x}), {a}))"
-    if t in ("long", "ulong"):
-        return f"as_type<{t}>({fn}(as_type<uint2>({x}), {a}))"
-    ctx.error(None, f"cannot exchange values of type {t} between lanes")
 
 
 class _Combiner:
@@ -206,10 +191,12 @@ def reduce_op(ctx: LoweringContext, op: Op):
     for j in lane_bits:
         m = 1 << j
         upper = _var(ctx, "bool", f"(tmps_lane & {m}u) != 0u", "upper")
+        # every group's partner values in as few collectives as Metal allows (lane_exchange)
+        got = iter(shuffle_many(ctx, "simd_shuffle_xor", [(t, x) for key in groups
+                                                          for t, x in zip(types, vals[key], strict=True)], f"{m}u"))
         for key in groups:
             a = vals[key]
-            p = [_var(ctx, t, _shuffle(ctx, "simd_shuffle_xor", t, x, f"{m}u"), "shf")
-                 for t, x in zip(types, a, strict=True)]
+            p = [next(got) for _ in types]
             lo = [_var(ctx, t, f"{upper} ? {pi} : {ai}", "lo") for t, pi, ai in zip(types, p, a, strict=True)]
             hi = [_var(ctx, t, f"{upper} ? {ai} : {pi}", "hi") for t, pi, ai in zip(types, p, a, strict=True)]
             vals[key] = comb(lo, hi)
@@ -602,8 +589,9 @@ def _scan_hypercube(ctx, op, lay: Layout, plan, reverse: bool, types, comb) -> l
         keys = list(segs)
         if kind == "lane":
             m = 1 << j
-            partner = {k: tuple(_var(ctx, t, _shuffle(ctx, "simd_shuffle_xor", t, v, f"{m}u"), "shf")
-                                for t, v in zip(types, T[k], strict=True)) for k in keys}
+            got = iter(shuffle_many(ctx, "simd_shuffle_xor",
+                                    [(t, v) for k in keys for t, v in zip(types, T[k], strict=True)], f"{m}u"))
+            partner = {k: tuple(next(got) for _ in types) for k in keys}
             bitx = f"(tmps_lane & {m}u)"
         else:
             # segment totals of every thread, in rounds of U keys when they do not fit at once
