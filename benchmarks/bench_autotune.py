@@ -39,49 +39,13 @@ size = int(sys.argv[1])
 interpreted = os.environ.get("TRITON_INTERPRET") == "1"
 spent = defaultdict(float)
 
-def timed(key, fn):
-    def wrapper(*args, **kwargs):
-        t = time.perf_counter()
-        try:
-            return fn(*args, **kwargs)
-        finally:
-            spent[key] += time.perf_counter() - t
-    return wrapper
-
 if not interpreted:
     import triton_mps
-    import triton_mps.backend.device as tmps_device
-    from triton.compiler.compiler import ASTSource
-    from triton_mps.backend.compiler import MPSBackend
-    from triton_mps.backend.device import MPSUtils
 
-    ASTSource.make_ir = timed("compile", ASTSource.make_ir)
-    real_add_stages = MPSBackend.add_stages
+    sys.path.insert(0, os.environ["TMPS_BENCH_DIR"])
+    import _compile_timing
 
-    def add_stages(self, stages, options, language):
-        real_add_stages(self, stages, options, language)
-        for name in ("ttir", "ttgir", "msl"):
-            stages[name] = timed("compile", stages[name])
-
-    MPSBackend.add_stages = add_stages
-    # The build the launching thread waits for: in load_binary, or at a deferred kernel's first
-    # launch (backend/device.py build_at_launch), counted once either way.
-    loading = [False]
-    real_load_binary = MPSUtils.load_binary
-
-    def load_binary(*args, **kwargs):
-        loading[0] = True
-        try:
-            return real_load_binary(*args, **kwargs)
-        finally:
-            loading[0] = False
-
-    MPSUtils.load_binary = timed("build", load_binary)
-    if hasattr(tmps_device, "build_at_launch"):
-        real_build_at_launch = tmps_device.build_at_launch
-        timed_build_at_launch = timed("build", real_build_at_launch)
-        tmps_device.build_at_launch = (
-            lambda *a, **k: (real_build_at_launch if loading[0] else timed_build_at_launch)(*a, **k))
+    _compile_timing.install(spent, frontend="compile", msl="compile", build="build")
 
 CONFIGS = [triton.Config({"BM": bm, "BN": bn, "BK": bk}, num_warps=w)
            for bm, bn, bk, w in ((16, 16, 16, 2), (32, 32, 16, 4), (32, 32, 32, 4), (64, 32, 32, 4),
@@ -124,7 +88,7 @@ COLUMNS = ["total", "compile", "build", "launches"]
 def one_round(env_extra: dict[str, str], size: int) -> dict:
     with tempfile.TemporaryDirectory(prefix="tmps-bench-autotune-") as tmp:
         env = dict(os.environ, TRITON_CACHE_DIR=f"{tmp}/triton", TRITON_MPS_CACHE_DIR=f"{tmp}/tmps",
-                   TRITON_BACKEND="mps", **env_extra)
+                   TRITON_BACKEND="mps", TMPS_BENCH_DIR=os.path.dirname(os.path.abspath(__file__)), **env_extra)
         with open(f"{tmp}/child.py", "w") as f:  # @triton.jit needs a file
             f.write(textwrap.dedent(CHILD))
         r = subprocess.run([sys.executable, f"{tmp}/child.py", str(size)], env=env, capture_output=True, text=True)

@@ -51,54 +51,10 @@ os.environ["TRITON_BACKEND"] = "mps"
 import torch
 import torch._inductor.config as config
 import triton_mps, triton_mps.inductor
-from triton.compiler.compiler import ASTSource
-from triton_mps.backend.compiler import MPSBackend
-from triton_mps.backend.device import MPSUtils
-
 spent = defaultdict(float)
-
-def timed(key, fn):
-    def wrapper(*args, **kwargs):
-        t = time.perf_counter()
-        try:
-            return fn(*args, **kwargs)
-        finally:
-            spent[key] += time.perf_counter() - t
-    return wrapper
-
-ASTSource.make_ir = timed("triton frontend", ASTSource.make_ir)
-# The build the launching thread waits for: in load_binary, or at a deferred function's first
-# launch (backend/device.py build_at_launch), counted once either way.
-import threading
-import triton_mps.backend.device as tmps_device
-loading = threading.local()
-real_load_binary = MPSUtils.load_binary
-
-def load_binary(*args, **kwargs):
-    loading.on = True
-    try:
-        return real_load_binary(*args, **kwargs)
-    finally:
-        loading.on = False
-
-MPSUtils.load_binary = timed("ours: build", load_binary)
-if hasattr(tmps_device, "build_at_launch"):
-    real_build_at_launch = tmps_device.build_at_launch
-    timed_build_at_launch = timed("ours: build", real_build_at_launch)
-
-    def build_at_launch(*args, **kwargs):
-        fn = real_build_at_launch if getattr(loading, "on", False) else timed_build_at_launch
-        return fn(*args, **kwargs)
-
-    tmps_device.build_at_launch = build_at_launch
-real_add_stages = MPSBackend.add_stages
-
-def add_stages(self, stages, options, language):
-    real_add_stages(self, stages, options, language)
-    for name, key in (("ttir", "triton frontend"), ("ttgir", "triton frontend"), ("msl", "ours: TTGIR->MSL")):
-        stages[name] = timed(key, stages[name])
-
-MPSBackend.add_stages = add_stages
+sys.path.insert(0, os.environ["TMPS_BENCH_DIR"])
+import _compile_timing
+_compile_timing.install(spent, frontend="triton frontend", msl="ours: TTGIR->MSL", build="ours: build")
 triton_mps.inductor.enable(mps=False)
 config.compile_threads = int(os.environ.get("TMPS_BENCH_COMPILE_THREADS", "1"))
 Block = runpy.run_path(sys.argv[1])["Block"]
@@ -126,7 +82,7 @@ def one_round(python: str, size: tuple[int, ...], config: dict[str, str]) -> dic
         env = dict(os.environ)
         env.update(config)
         env.update(TORCHINDUCTOR_CACHE_DIR=f"{tmp}/inductor", TRITON_CACHE_DIR=f"{tmp}/triton",
-                   TRITON_MPS_CACHE_DIR=f"{tmp}/tmps", TRITON_BACKEND="mps")
+                   TRITON_MPS_CACHE_DIR=f"{tmp}/tmps", TRITON_BACKEND="mps", TMPS_BENCH_DIR=str(REPO / "benchmarks"))
         r = subprocess.run([python, "-c", textwrap.dedent(CHILD), str(REPO / "examples" / "torch_compile_example.py"),
                             json.dumps(size)], env=env, capture_output=True, text=True, cwd=REPO / "examples")
         line = next((ln for ln in r.stdout.splitlines() if ln.startswith("RESULT ")), None)
