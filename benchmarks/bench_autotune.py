@@ -20,13 +20,13 @@ Usage: python benchmarks/bench_autotune.py [--rounds 3] [--size 512] [--interpre
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import textwrap
+
+import _bench_child  # benchmarks/ (the script's folder is on sys.path)
 
 CHILD = r"""
 import contextlib, json, os, sys, time
@@ -43,9 +43,9 @@ if not interpreted:
     import triton_mps
 
     sys.path.insert(0, os.environ["TMPS_BENCH_DIR"])
-    import _compile_timing
+    import _bench_child
 
-    _compile_timing.install(spent, frontend="compile", msl="compile", build="build")
+    _bench_child.install(spent, frontend="compile", msl="compile", build="build")
 
 CONFIGS = [triton.Config({"BM": bm, "BN": bn, "BK": bk}, num_warps=w)
            for bm, bn, bk, w in ((16, 16, 16, 2), (32, 32, 16, 4), (32, 32, 32, 4), (64, 32, 32, 4),
@@ -91,11 +91,7 @@ def one_round(env_extra: dict[str, str], size: int) -> dict:
                    TRITON_BACKEND="mps", TMPS_BENCH_DIR=os.path.dirname(os.path.abspath(__file__)), **env_extra)
         with open(f"{tmp}/child.py", "w") as f:  # @triton.jit needs a file
             f.write(textwrap.dedent(CHILD))
-        r = subprocess.run([sys.executable, f"{tmp}/child.py", str(size)], env=env, capture_output=True, text=True)
-        line = next((ln for ln in r.stdout.splitlines() if ln.startswith("RESULT ")), None)
-        if r.returncode != 0 or line is None:
-            raise SystemExit(f"benchmark child failed:\n{r.stdout[-3000:]}\n{r.stderr[-6000:]}")
-        return json.loads(line[len("RESULT "):])
+        return _bench_child.run([sys.executable, f"{tmp}/child.py", str(size)], env)
 
 
 def main(argv: list[str] | None = None) -> int:

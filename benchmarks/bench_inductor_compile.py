@@ -36,11 +36,12 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import textwrap
 from pathlib import Path
+
+import _bench_child  # benchmarks/ (the script's folder is on sys.path)
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -53,8 +54,8 @@ import torch._inductor.config as config
 import triton_mps, triton_mps.inductor
 spent = defaultdict(float)
 sys.path.insert(0, os.environ["TMPS_BENCH_DIR"])
-import _compile_timing
-_compile_timing.install(spent, frontend="triton frontend", msl="ours: TTGIR->MSL", build="ours: build")
+import _bench_child
+_bench_child.install(spent, frontend="triton frontend", msl="ours: TTGIR->MSL", build="ours: build")
 triton_mps.inductor.enable(mps=False)
 config.compile_threads = int(os.environ.get("TMPS_BENCH_COMPILE_THREADS", "1"))
 Block = runpy.run_path(sys.argv[1])["Block"]
@@ -83,12 +84,9 @@ def one_round(python: str, size: tuple[int, ...], config: dict[str, str]) -> dic
         env.update(config)
         env.update(TORCHINDUCTOR_CACHE_DIR=f"{tmp}/inductor", TRITON_CACHE_DIR=f"{tmp}/triton",
                    TRITON_MPS_CACHE_DIR=f"{tmp}/tmps", TRITON_BACKEND="mps", TMPS_BENCH_DIR=str(REPO / "benchmarks"))
-        r = subprocess.run([python, "-c", textwrap.dedent(CHILD), str(REPO / "examples" / "torch_compile_example.py"),
-                            json.dumps(size)], env=env, capture_output=True, text=True, cwd=REPO / "examples")
-        line = next((ln for ln in r.stdout.splitlines() if ln.startswith("RESULT ")), None)
-        if r.returncode != 0 or line is None:
-            raise SystemExit(f"benchmark child failed:\n{r.stdout[-3000:]}\n{r.stderr[-6000:]}")
-        return json.loads(line[len("RESULT "):])
+        example = str(REPO / "examples" / "torch_compile_example.py")
+        return _bench_child.run([python, "-c", textwrap.dedent(CHILD), example, json.dumps(size)], env,
+                                cwd=str(REPO / "examples"))
 
 
 def main(argv: list[str] | None = None) -> int:

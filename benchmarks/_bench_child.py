@@ -1,5 +1,6 @@
-"""Inside a benchmark child: time a Triton compile's stages and the pipeline builds the launching
-thread waits for, into a dict of seconds (used by bench_inductor_compile.py and bench_autotune.py).
+"""Benchmark children (bench_inductor_compile.py, bench_autotune.py): `run` one in a fresh process
+and read its result; inside it, `install` times a Triton compile's stages and the pipeline builds
+the launching thread waits for, into a dict of seconds:
 
   frontend  Triton's AST -> TTIR and its TTIR and TTGIR passes (make_ir, make_ttir, make_ttgir)
   msl       our TTGIR -> MSL (make_msl)
@@ -9,9 +10,20 @@ thread waits for, into a dict of seconds (used by bench_inductor_compile.py and 
 
 from __future__ import annotations
 
+import json
+import subprocess
 import threading
 import time
 from collections.abc import Callable
+
+
+def run(argv: list[str], env: dict[str, str], cwd: str | None = None) -> dict:
+    """Run a child that prints `RESULT <json>`; its result, or SystemExit with its output."""
+    r = subprocess.run(argv, env=env, capture_output=True, text=True, cwd=cwd)
+    line = next((ln for ln in r.stdout.splitlines() if ln.startswith("RESULT ")), None)
+    if r.returncode != 0 or line is None:
+        raise SystemExit(f"benchmark child failed:\n{r.stdout[-3000:]}\n{r.stderr[-6000:]}")
+    return json.loads(line[len("RESULT "):])
 
 
 def install(spent: dict[str, float], frontend: str, msl: str, build: str) -> None:
