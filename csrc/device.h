@@ -53,9 +53,8 @@ struct CompileOptions {
   // register-heavy kernel may get a lower maxTotalThreadsPerThreadgroup than it needs.
   uint32_t max_total_threads = 0;
   // A caller waits for this build (false: a background build, backend/prebuild.py). The
-  // simulator then runs its strict check beside the compile, on another core; a background
-  // build runs them one after the other and leaves that core to the thread compiling. Not
-  // part of key(): the pipeline is the same.
+  // simulator runs a background build's compiler processes nicer than ours: they take idle
+  // cores but yield to the thread compiling. Not part of key(): the pipeline is the same.
   bool waited_for = true;
 
   // Stable text form, part of the pipeline cache key.

@@ -248,6 +248,9 @@ std::shared_ptr<KernelLibrary> build_library(const std::string& cpp, const std::
   return lib;
 }
 
+// How much nicer a background build's compiler processes run (CompileOptions::waited_for).
+constexpr int kBackgroundNice = 10;
+
 // ---- pipelines -----------------------------------------------------------------------------
 
 ParamInfo to_param_info(const tmps_sim_param& p) {
@@ -626,11 +629,11 @@ std::shared_ptr<Pipeline> SimDevice::build_pipeline(const std::string& source, c
     if (!lib) {
       // Only on a real build: options.key() (part of the key) holds strict_check, so a cached
       // library already passed the check when it was made.
-      // A build a caller waits for runs the strict check beside the compile (another compiler
-      // process: the wait is the longer of the two, not their sum); a background build runs it
-      // first. Its verdict is taken before the library is published and before a compile error
-      // is thrown, so its error comes first either way, and a rejected kernel never reaches the
-      // cache.
+      // The strict check runs beside the compile (another compiler process: a wait for the build
+      // is the longer of the two, not their sum). A background build's compilers run nicer than
+      // us, so they take idle cores but yield to the thread compiling the next kernel. The
+      // strict verdict is taken before the library is published and before a compile error is
+      // thrown, so its error comes first, and a rejected kernel never reaches the cache.
       std::future<void> strict;
       std::function<void()> settle;
       if (options.strict_check) {
@@ -639,15 +642,15 @@ std::shared_ptr<Pipeline> SimDevice::build_pipeline(const std::string& source, c
         } catch (const CompileError& e) {
           throw CompileError(std::string("Metal would reject this kernel:\n") + e.what());
         }
-        if (options.waited_for) {
-          strict = std::async(std::launch::async, [cpp = tr.cpp, options] { strict_check(cpp, options); });
-          settle = [&strict] {
-            if (strict.valid()) strict.get();
-          };
-        } else {
-          strict_check(tr.cpp, options);
-        }
+        strict = std::async(std::launch::async, [cpp = tr.cpp, options] {
+          ChildNice nicer(options.waited_for ? 0 : kBackgroundNice);
+          strict_check(cpp, options);
+        });
+        settle = [&strict] {
+          if (strict.valid()) strict.get();
+        };
       }
+      ChildNice nicer(options.waited_for ? 0 : kBackgroundNice);
       try {
         lib = build_library(tr.cpp, so, key, options, level, *counters_, settle);
       } catch (...) {

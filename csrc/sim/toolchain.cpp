@@ -10,9 +10,11 @@
 #include <sys/prctl.h>
 #endif
 #include <sys/stat.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <cstdio>
@@ -175,10 +177,13 @@ Toolchain discover() {
 std::mutex g_toolchain_mu;
 std::optional<Toolchain> g_toolchain;
 
+constexpr int kSamePriority = 1000;  // not a nice value: the child keeps ours
+
 }  // namespace
 
 #ifdef __linux__
 namespace {
+
 struct SpawnArgs {
   const char* exe;
   char* const* argv;
@@ -187,6 +192,7 @@ struct SpawnArgs {
   int out_fd;       // stdout and stderr
   pid_t parent;
   sigset_t mask;    // the parent's signal mask, restored before exec
+  int priority;     // the child's nice value (setpriority), or kSamePriority
 };
 
 // The child of run_process's clone: it runs on its own stack in our address space until
@@ -204,6 +210,7 @@ int spawn_child(void* p) {
     if (cur.sa_handler != SIG_DFL && cur.sa_handler != SIG_IGN) sigaction(sig, &dfl, nullptr);
   }
   sigprocmask(SIG_SETMASK, &a.mask, nullptr);
+  if (a.priority != kSamePriority) setpriority(PRIO_PROCESS, 0, a.priority);
   int devnull = open("/dev/null", O_RDONLY);
   if (devnull >= 0) dup2(devnull, 0);
   dup2(a.out_fd, 1);
@@ -215,8 +222,24 @@ int spawn_child(void* p) {
 }  // namespace
 #endif
 
+namespace {
+thread_local int t_child_nice = 0;  // ChildNice's delta for this thread's children
+
+// The nice value for a child of this thread, from ours (errno tells -1 from an error).
+int child_priority() {
+  errno = 0;
+  const int ours = getpriority(PRIO_PROCESS, 0);
+  if (t_child_nice == 0 || (ours == -1 && errno != 0)) return kSamePriority;
+  return std::min(19, ours + t_child_nice);
+}
+}  // namespace
+
+ChildNice::ChildNice(int delta) : saved_(t_child_nice) { t_child_nice = delta; }
+ChildNice::~ChildNice() { t_child_nice = saved_; }
+
 RunResult run_process(const std::vector<std::string>& argv, const std::vector<std::string>& extra_env,
                       const std::string& cwd) {
+  const int priority = child_priority();
   int fds[2];
 #ifdef __APPLE__
   if (pipe(fds) != 0) throw Unavailable(std::string("simulator compiler: pipe() failed: ") + std::strerror(errno));
@@ -251,7 +274,8 @@ RunResult run_process(const std::vector<std::string>& argv, const std::vector<st
     r.output = "cannot run " + argv[0] + ": not found";
     return r;
   }
-  SpawnArgs sa{exe.c_str(), args.data(), envp.data(), cwd.empty() ? nullptr : cwd.c_str(), fds[1], getpid(), {}};
+  SpawnArgs sa{exe.c_str(), args.data(), envp.data(), cwd.empty() ? nullptr : cwd.c_str(), fds[1], getpid(), {},
+               priority};
   // All signals blocked across the clone: the child shares our memory until it execs, so none
   // of our handlers may run in it (it restores default dispositions, then this mask).
   sigset_t all;
@@ -271,6 +295,7 @@ RunResult run_process(const std::vector<std::string>& argv, const std::vector<st
   if (!cwd.empty()) posix_spawn_file_actions_addchdir_np(&actions, cwd.c_str());
   const int rc = posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), envp.data());
   posix_spawn_file_actions_destroy(&actions);
+  if (rc == 0 && priority != kSamePriority) setpriority(PRIO_PROCESS, pid, priority);
 #endif
   close(fds[1]);
   if (rc != 0) {

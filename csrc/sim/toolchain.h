@@ -31,6 +31,20 @@ struct RunResult {
   std::string output;  // stdout and stderr, interleaved
 };
 
+// While an instance lives, the processes this thread starts (run_process) run `delta` nicer
+// than ours (0: as ours). Background builds' compilers then yield the CPU to the threads a user
+// waits on, and still get every idle core (backend/prebuild.py, CompileOptions::waited_for).
+class ChildNice {
+ public:
+  explicit ChildNice(int delta);
+  ~ChildNice();
+  ChildNice(const ChildNice&) = delete;
+  ChildNice& operator=(const ChildNice&) = delete;
+
+ private:
+  int saved_;
+};
+
 // Runs argv[0] (searched on PATH) with `extra_env` added to our environment; collects output.
 // On Linux the child is killed if this thread dies (PR_SET_PDEATHSIG), so a killed Python
 // process leaves no compiler running on. A child stopped by SIGINT (Ctrl-C reaches the whole

@@ -4,7 +4,9 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -329,4 +331,21 @@ kernel void named [[host_name("renamed")]] (device void* raw [[buffer(3)]]) { ((
   table[1].entry(&args, &th);
   EXPECT_EQ(a[0], 40u);
   EXPECT_EQ(a[1], 7u);
+}
+
+// Background builds' compilers run nicer than the caller (ChildNice), and only while asked.
+TEST(SimCompiler, ChildNiceSetsTheChildrensPriorityWhileItLives) {
+  const std::string nice = tmps::sim::which("nice");
+  if (nice.empty()) GTEST_SKIP() << "no `nice` command to read a child's priority";
+  auto child_nice = [&] {
+    const tmps::sim::RunResult r = tmps::sim::run_process({nice});
+    EXPECT_EQ(r.status, 0) << r.output;
+    return std::atoi(r.output.c_str());
+  };
+  const int ours = child_nice();
+  {
+    tmps::sim::ChildNice nicer(10);
+    EXPECT_EQ(child_nice(), std::min(19, ours + 10));
+  }
+  EXPECT_EQ(child_nice(), ours);
 }

@@ -1,7 +1,7 @@
-"""The strict Metal check runs beside the simulator's build when a caller waits for it, before it in
-a background build (csrc/sim/sim_device.cpp): either way a kernel it rejects raises its error,
-also when the build itself succeeds or fails too, and leaves nothing in the on-disk cache that a
-later process could load without the check."""
+"""The strict Metal check runs beside the simulator's build (csrc/sim/sim_device.cpp), in builds a
+caller waits for and in background ones (whose compilers run nicer): either way a kernel it
+rejects raises its error, also when the build itself succeeds or fails too, and leaves nothing in
+the on-disk cache that a later process could load without the check."""
 
 from __future__ import annotations
 

@@ -247,7 +247,7 @@ def build_pipeline(dev, source: str, name: str, request: tuple[int, str] | None 
     backend/prebuild.py builds ahead (the same options, so the same pipeline cache key).
     `request`: pipeline_request(dev, source) when the caller has it. `background`: nobody waits
     for this build (a prebuild): its warnings wait for the next build on a caller's thread, and
-    the simulator runs its checks one after the other, leaving the other cores to the caller."""
+    the simulator runs its compilers nicer than us (they yield the CPU to the caller)."""
     max_threads, version = request or pipeline_request(dev, source)
     return dev.compile(source, name, math_mode="safe", strict=True, label=name, max_threads=max_threads,
                        language_version=version, issue_warnings=not background, background=background)
