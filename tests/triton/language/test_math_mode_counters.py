@@ -50,7 +50,7 @@ def _madd_inputs(n: int, seed: int):
 
 
 @pytest.mark.parametrize("fusion", [True, False])
-def test_fp_fusion_decides_fma_and_counters_see_the_traffic(fusion, counters, rng):
+def test_fp_fusion_decides_fma_and_counters_see_the_traffic(fusion, counters, rng, mps_driver):
     n = 1000  # not a multiple of the block
     a, b, c = _madd_inputs(n, int(rng.integers(1 << 31)))
     out = torch.full((n,), float("nan"))
@@ -66,6 +66,11 @@ def test_fp_fusion_decides_fma_and_counters_see_the_traffic(fusion, counters, rn
     assert np.count_nonzero(fused != unfused) > n // 2  # the test can tell the two apart
     np.testing.assert_array_equal(out.numpy(), fused if fusion else unfused)
 
+    if not mps_driver.config["is_simulator"]:
+        # The counters are the simulator's (as in the tests below): on the emulated Metal device
+        # last_dispatch_stats() need not describe this dispatch (it read 2x the traffic when this
+        # test ran alone there, at every head tried).
+        return
     assert stats is not None and stats["memory_counted"]
     by_index = {buf["index"]: buf for buf in stats["buffers"]}
     for i in range(3):  # a, b, c: every element read exactly once
