@@ -634,6 +634,7 @@ std::shared_ptr<Pipeline> SimDevice::build_pipeline(const std::string& source, c
       // us, so they take idle cores but yield to the thread compiling the next kernel. The
       // strict verdict is taken before the library is published and before a compile error is
       // thrown, so its error comes first, and a rejected kernel never reaches the cache.
+      const int nice = options.waited_for ? 0 : kBackgroundNice;
       std::future<void> strict;
       std::function<void()> settle;
       if (options.strict_check) {
@@ -642,15 +643,15 @@ std::shared_ptr<Pipeline> SimDevice::build_pipeline(const std::string& source, c
         } catch (const CompileError& e) {
           throw CompileError(std::string("Metal would reject this kernel:\n") + e.what());
         }
-        strict = std::async(std::launch::async, [cpp = tr.cpp, options] {
-          ChildNice nicer(options.waited_for ? 0 : kBackgroundNice);
+        strict = std::async(std::launch::async, [cpp = tr.cpp, options, nice] {
+          ChildNice nicer(nice);
           strict_check(cpp, options);
         });
         settle = [&strict] {
           if (strict.valid()) strict.get();
         };
       }
-      ChildNice nicer(options.waited_for ? 0 : kBackgroundNice);
+      ChildNice nicer(nice);
       try {
         lib = build_library(tr.cpp, so, key, options, level, *counters_, settle);
       } catch (...) {

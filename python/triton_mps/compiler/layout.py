@@ -15,16 +15,8 @@ def _xor(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(x ^ y for x, y in zip(a, b, strict=True))
 
 
-def _combine(bases: list[tuple[int, ...]], bits: int, rank: int) -> tuple[int, ...]:
-    c = (0,) * rank
-    for i, b in enumerate(bases):
-        if bits >> i & 1:
-            c = _xor(c, b)
-    return c
-
-
 def _table(bases: tuple[tuple[int, ...], ...], rank: int) -> tuple[tuple[int, ...], ...]:
-    """_combine(bases, i, rank) for every i < 2**len(bases)."""
+    """The coordinate of every input value i < 2**len(bases): XOR of the bases of i's set bits."""
     out = [(0,) * rank]
     for b in bases:
         out += [_xor(c, b) for c in out]
@@ -50,15 +42,15 @@ class Layout:
     def reg_coord(self, r: int) -> tuple[int, ...]:
         """Compile-time part of register r's coordinate."""
         t = self._reg_coords
-        return t[r] if r < len(t) else _combine(list(self.reg_bases), r, self.rank)
+        return t[r & (len(t) - 1)]  # bits past the bases select nothing
 
     def lane_coord(self, lane: int) -> tuple[int, ...]:
         t = self._lane_coords
-        return t[lane] if lane < len(t) else _combine(list(self.lane_bases), lane, self.rank)
+        return t[lane & (len(t) - 1)]  # bits past the bases select nothing
 
     def warp_coord(self, warp: int) -> tuple[int, ...]:
         t = self._warp_coords
-        return t[warp] if warp < len(t) else _combine(list(self.warp_bases), warp, self.rank)
+        return t[warp & (len(t) - 1)]  # bits past the bases select nothing
 
     # Every coordinate of each input, tabulated once per layout (lowerings ask for them per
     # register, many times over): entry i is entry (i without its highest bit) XOR that bit's basis.
