@@ -465,6 +465,7 @@ NB_MODULE(_core, m) {
     d["simdgroup_barriers"] = c.simdgroup_barriers;
     d["simdgroup_matrix_ops"] = c.simdgroup_matrix_ops;
     d["simdgroup_matrix_flops"] = c.simdgroup_matrix_flops;
+    d["simdgroup_matrix_exchanges"] = c.simdgroup_matrix_exchanges;
     d["scalar_flops"] = c.scalar_flops;
     nb::list buffers;
     for (const auto& b : c.buffers) {

@@ -64,7 +64,9 @@ struct Lane {
   uint32_t line = 0;
   uint32_t site = 0;
   uint32_t size = 0;
-  alignas(16) unsigned char deposit[TMPS_SIM_EXCHANGE_SLOT];
+  // What the lane deposits: its own memory, read when the exchange completes (the lane stays
+  // blocked in simd_exchange until then, so the memory is live and unchanged).
+  const void* deposit = nullptr;
 };
 
 // What the race check knows of one byte of threadgroup memory: who touched it since the last

@@ -58,7 +58,7 @@ const tmps_sim_exchange* rt_simd_exchange(const void* value, tmps_u32 size, tmps
   l.site = site & ~kSimdBarrierSite;
   l.line = line;
   l.size = size;
-  if (size) std::memcpy(l.deposit, value, size);
+  l.deposit = value;
   block(w);
   tmps_sim_exchange& snap = w->snapshots[w->current / kSimd];
   snap.lane = w->current % kSimd;  // for this lane, until it next calls the runtime (tmps_sim_abi.h)

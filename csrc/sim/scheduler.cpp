@@ -279,8 +279,10 @@ bool complete_collectives(Worker& w, uint32_t n) {
       if (site == kSimdBarrierSite) {
         ++c.simdgroup_barriers;
       } else if (site & TMPS_SIM_SITE_MATRIX) {
-        ++c.simdgroup_matrix_ops;
-        c.simdgroup_matrix_flops += 2 * 8 * 8 * 8;
+        const uint64_t ops = (site >> TMPS_SIM_SITE_MATRIX_OPS_SHIFT) & TMPS_SIM_SITE_MATRIX_OPS_MASK;
+        c.simdgroup_matrix_ops += ops;
+        ++c.simdgroup_matrix_exchanges;
+        c.simdgroup_matrix_flops += ops * 2 * 8 * 8 * 8;
       } else {
         ++c.simd_collectives;
       }
@@ -799,6 +801,7 @@ DispatchCounters Scheduler::run(const LaunchSpec& spec) {
                               {&total.simdgroup_barriers, c.simdgroup_barriers},
                               {&total.simdgroup_matrix_ops, c.simdgroup_matrix_ops},
                               {&total.simdgroup_matrix_flops, c.simdgroup_matrix_flops},
+                              {&total.simdgroup_matrix_exchanges, c.simdgroup_matrix_exchanges},
                               {&total.scalar_flops, c.scalar_flops}})
         *dst += src;
     }

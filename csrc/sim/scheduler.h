@@ -69,6 +69,9 @@ struct DispatchCounters {
   uint64_t simdgroup_barriers = 0;  // simdgroup_barrier(), once per SIMD-group
   uint64_t simdgroup_matrix_ops = 0;    // 8x8x8 simdgroup_matrix multiply(-accumulate)s
   uint64_t simdgroup_matrix_flops = 0;  // 2 * 8 * 8 * 8 per op
+  // Exchanges that completed deferred multiplies (tmps_metal_matrix.h), once per SIMD-group:
+  // a SIMD-group's multiplies into one matrix are completed together when it is read.
+  uint64_t simdgroup_matrix_exchanges = 0;
   // Scalar floating-point add/sub/mul/div (1 each) and fma (2) per element, as the compiler's
   // TMPS_FLOPS marks them; counted by a kernel's counting build (SimDevice), else 0.
   uint64_t scalar_flops = 0;

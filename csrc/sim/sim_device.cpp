@@ -402,6 +402,7 @@ std::vector<std::pair<std::string, double>> counter_list(const DispatchCounters&
           {"simdgroup_barriers", n(c.simdgroup_barriers)},
           {"simdgroup_matrix_ops", n(c.simdgroup_matrix_ops)},
           {"simdgroup_matrix_flops", n(c.simdgroup_matrix_flops)},
+          {"simdgroup_matrix_exchanges", n(c.simdgroup_matrix_exchanges)},
           {"scalar_flops", n(c.scalar_flops)}};
 }
 

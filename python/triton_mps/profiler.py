@@ -135,7 +135,8 @@ class Profile:
 # Simulator counters kept in each record but left out of table()'s columns (too many to read).
 _DETAIL_COUNTERS = frozenset({
     "device_loads", "device_stores", "device_distinct_bytes_read", "device_distinct_bytes_written",
-    "simd_collectives", "simdgroup_barriers", "simdgroup_matrix_ops", "memory_counted",
+    "simd_collectives", "simdgroup_barriers", "simdgroup_matrix_ops", "simdgroup_matrix_exchanges",
+    "memory_counted",
 })
 
 

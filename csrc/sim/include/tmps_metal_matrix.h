@@ -5,8 +5,20 @@
 //   row  = (q / 4) * 4 + (l / 2) % 4
 //   col0 = (q & 2) * 2 + (l % 2) * 2
 // and the lane holds (row, col0) and (row, col0 + 1) as thread_elements()[0] and [1].
-// load/store touch only the lane's own elements; multiply(-accumulate) gathers the operands of
-// all 32 lanes through one SIMD-group exchange, accumulates in float, rounds once.
+// load/store touch only the lane's own elements.
+//
+// Multiplies are deferred (why: a multiply needs all 32 lanes' operands, an exchange: a round of
+// 32 fiber switches per 8x8x8 product was most of a tl.dot kernel's run time). A lane's
+// multiply records its own operand elements in the destination matrix, as a chain of pending
+// steps on top of the first step's c; the chain is completed for the whole SIMD-group by one
+// exchange when the matrix is read (store, thread_elements(), an operand of another multiply),
+// when it is full, or when its c must be settled. Every step computes as an immediate multiply
+// would: sums over i = 0..7 from 0.0f in float, + c, rounded once to the destination type, so
+// results are bit-identical to completing each multiply on its own. A loaded or overwritten
+// matrix drops its chain. Lanes must agree: the exchange's site carries the number of steps and
+// a hash of their call sites, and a SIMD-group whose lanes do not all complete the same chain
+// fails, naming the multiply's line (as a multiply with lanes exited or diverged did before).
+// A chain never read is never completed: no check, no work (as a GPU compiler drops it).
 #ifndef TMPS_METAL_MATRIX_H
 #define TMPS_METAL_MATRIX_H
 
@@ -24,26 +36,163 @@ TMPS_SHIM_TRUSTED inline unsigned mat_lane(unsigned row, unsigned col) {
 TMPS_SHIM_TRUSTED inline unsigned lane_now() { return tmps_sim_rt->current_thread()->thread_index_in_simdgroup; }
 }  // namespace tmps_sim
 
+namespace tmps_sim {
+enum : unsigned { kMmaMaxSteps = 30 };  // a chain (the slot holds 30 steps: 20 + 30 * 16 bytes)
+struct mma_step { float a[2], b[2]; };  // float: exact for every supported element type
+// A lane's pending multiplies into one matrix, also its deposit in the completing exchange
+// (only the used steps travel). After the exchange the first lane to resume writes each lane's
+// result over that lane's `base` in the snapshot.
+struct mma_chain {
+  unsigned n;     // pending steps (0: the matrix holds its value in e_)
+  unsigned sig;   // hash of the steps' call sites, in order: lanes must agree
+  unsigned line;  // MSL line of the last step (for messages)
+  float base[2];  // the lane's elements of the first step's c, as float (0 without c)
+  mma_step step[kMmaMaxSteps];
+};
+static_assert(sizeof(mma_chain) <= TMPS_SIM_EXCHANGE_SLOT, "mma: a chain must fit the exchange slot");
+static_assert(kMmaMaxSteps <= TMPS_SIM_SITE_MATRIX_OPS_MASK, "mma: the step count must fit the site");
+}  // namespace tmps_sim
+
 namespace metal {
 
 template<class T, int Rows, int Cols> struct simdgroup_matrix {
   static_assert(Rows == 8 && Cols == 8, "simdgroup_matrix: only 8x8 is supported");
   static_assert(::tmps_sim::is_floatish<T>::value, "simdgroup_matrix: element type must be float, half or bfloat");
   typedef T __attribute__((ext_vector_type(2))) elements_t;
-  elements_t e_;
-  simdgroup_matrix() = default;
+  // mutable: completing the pending multiplies of a const matrix (a store's source) changes how
+  // its value is held, not the value.
+  mutable elements_t e_;
+  mutable ::tmps_sim::mma_chain p_;
+  simdgroup_matrix() { p_.n = 0; }
   // Metal: a diagonal matrix with `d` on the diagonal.
   explicit simdgroup_matrix(T d) {
+    p_.n = 0;
     unsigned l = ::tmps_sim::lane_now(), r = ::tmps_sim::mat_row(l), c = ::tmps_sim::mat_col0(l);
     e_[0] = r == c ? d : (T)0;
     e_[1] = r == c + 1 ? d : (T)0;
   }
-  thread elements_t& thread_elements() { return e_; }
-  const thread elements_t& thread_elements() const { return e_; }
+  thread elements_t& thread_elements();
+  const thread elements_t& thread_elements() const;
 };
 typedef simdgroup_matrix<float, 8, 8> simdgroup_float8x8;
 typedef simdgroup_matrix<half, 8, 8> simdgroup_half8x8;
 typedef simdgroup_matrix<bfloat, 8, 8> simdgroup_bfloat8x8;
+
+}  // namespace metal
+
+namespace tmps_sim {
+// Completes every lane's chain from the exchange snapshot x (called by the first lane to
+// resume): step by step, the 8x8 sums from every lane's operands, then each lane's
+// v = TD(sum + v). Writes each lane's result over its `base`.
+template<class TD> TMPS_SHIM_TRUSTED __attribute__((noinline)) void mma_complete(tmps_sim_exchange* x) {
+  const unsigned char* lane0 = x->value[0];
+  unsigned n, sig0, line;
+  __builtin_memcpy(&n, lane0 + __builtin_offsetof(mma_chain, n), sizeof n);
+  __builtin_memcpy(&sig0, lane0 + __builtin_offsetof(mma_chain, sig), sizeof sig0);
+  __builtin_memcpy(&line, lane0 + __builtin_offsetof(mma_chain, line), sizeof line);
+  float v[32][2];
+  for (unsigned l = 0; l < 32; ++l) {
+    unsigned sig;
+    __builtin_memcpy(&sig, x->value[l] + __builtin_offsetof(mma_chain, sig), sizeof sig);
+    if (sig != sig0)
+      tmps_sim_rt->fail(line, "the lanes of a SIMD-group completed different simdgroup_matrix multiplies (lanes diverged)");
+    __builtin_memcpy(v[l], x->value[l] + __builtin_offsetof(mma_chain, base), sizeof v[l]);
+  }
+  for (unsigned s = 0; s < n; ++s) {
+    const unsigned off = __builtin_offsetof(mma_chain, step) + s * sizeof(mma_step);
+    float a[8][8], b[8][8];  // a[row][i], b[i][col]
+    for (unsigned l = 0; l < 32; ++l) {
+      mma_step p;
+      __builtin_memcpy(&p, x->value[l] + off, sizeof p);
+      unsigned r = mat_row(l), c0 = mat_col0(l);
+      a[r][c0] = p.a[0];
+      a[r][c0 + 1] = p.a[1];
+      b[r][c0] = p.b[0];
+      b[r][c0 + 1] = p.b[1];
+    }
+    for (unsigned l = 0; l < 32; ++l) {
+      unsigned r = mat_row(l), c0 = mat_col0(l);
+      for (unsigned k = 0; k < 2; ++k) {
+        float acc = 0.0f;
+        for (unsigned i = 0; i < 8; ++i) acc += a[r][i] * b[i][c0 + k];
+        v[l][k] = (float)(TD)(acc + v[l][k]);
+      }
+    }
+  }
+  for (unsigned l = 0; l < 32; ++l)
+    __builtin_memcpy(x->value[l] + __builtin_offsetof(mma_chain, base), v[l], sizeof v[l]);
+  x->shim_state = 1u;
+}
+
+// Completes m's pending multiplies (one exchange for the SIMD-group; see the top of this file).
+template<class T> TMPS_SHIM_TRUSTED __attribute__((noinline)) void mma_settle_slow(const ::metal::simdgroup_matrix<T, 8, 8>& m) {
+  const mma_chain& c = m.p_;
+  const unsigned size = __builtin_offsetof(mma_chain, step) + c.n * sizeof(mma_step);
+  const unsigned site = TMPS_SIM_SITE_MATRIX | (c.n << TMPS_SIM_SITE_MATRIX_OPS_SHIFT) | (c.sig & 0xffffffu);
+  const tmps_sim_exchange* x = tmps_sim_rt->simd_exchange(&c, size, site, c.line);
+  if (x->active_mask != 0xffffffffu)
+    tmps_sim_rt->fail(c.line, "simdgroup_matrix multiply needs all 32 lanes of the SIMD-group (some lanes exited or diverged)");
+  // The snapshot is the runtime's scratch for this SIMD-group until its next collective, which
+  // cannot complete before every lane has read its result here.
+  if (x->shim_state == 0) mma_complete<T>(const_cast<tmps_sim_exchange*>(x));
+  float r[2];
+  __builtin_memcpy(r, x->value[x->lane] + __builtin_offsetof(mma_chain, base), sizeof r);
+  m.e_[0] = (T)r[0];
+  m.e_[1] = (T)r[1];
+  m.p_.n = 0;
+}
+template<class T> TMPS_SHIM_TRUSTED inline void mma_settle(const ::metal::simdgroup_matrix<T, 8, 8>& m) {
+  if (m.p_.n) mma_settle_slow(m);
+}
+
+// d = a * b + c (c null: + 0.0f), deferred: appended to d's chain.
+template<class TD, class TA, class TB, class TC>
+TMPS_SHIM_TRUSTED inline void mma(site s, ::metal::simdgroup_matrix<TD, 8, 8>& d, const ::metal::simdgroup_matrix<TA, 8, 8>& a,
+                                  const ::metal::simdgroup_matrix<TB, 8, 8>& b, const ::metal::simdgroup_matrix<TC, 8, 8>* c) {
+  mma_settle(a);
+  mma_settle(b);
+  const mma_step step = {{(float)a.e_[0], (float)a.e_[1]}, {(float)b.e_[0], (float)b.e_[1]}};
+  mma_chain& ch = d.p_;
+  if (c == nullptr) {
+    ch.n = 0;
+    ch.base[0] = ch.base[1] = 0.0f;
+  } else if ((const void*)c == (const void*)&d) {  // accumulate in place
+    if (ch.n == kMmaMaxSteps) mma_settle(d);
+    if (ch.n == 0) {
+      ch.base[0] = (float)d.e_[0];
+      ch.base[1] = (float)d.e_[1];
+    }
+  } else {
+    bool copied = false;
+    if constexpr (same<TC, TD>::value) {  // c's pending steps round to TD as d's would: take them over
+      if (c->p_.n && c->p_.n < kMmaMaxSteps) {
+        __builtin_memcpy(&ch, &c->p_, __builtin_offsetof(mma_chain, step) + c->p_.n * sizeof(mma_step));
+        copied = true;
+      }
+    }
+    if (!copied) {
+      mma_settle(*c);
+      ch.n = 0;
+      ch.base[0] = (float)c->e_[0];
+      ch.base[1] = (float)c->e_[1];
+    }
+  }
+  ch.sig = ch.n ? ch.sig * 0x9E3779B1u + s.id : s.id;
+  ch.line = s.line;
+  ch.step[ch.n++] = step;
+}
+}  // namespace tmps_sim
+
+namespace metal {
+
+template<class T, int R, int C> inline thread typename simdgroup_matrix<T, R, C>::elements_t& simdgroup_matrix<T, R, C>::thread_elements() {
+  ::tmps_sim::mma_settle(*this);
+  return e_;
+}
+template<class T, int R, int C> inline const thread typename simdgroup_matrix<T, R, C>::elements_t& simdgroup_matrix<T, R, C>::thread_elements() const {
+  ::tmps_sim::mma_settle(*this);
+  return e_;
+}
 
 template<class T, int R, int C> inline simdgroup_matrix<T, R, C> make_filled_simdgroup_matrix(T v) {
   simdgroup_matrix<T, R, C> m;
@@ -54,11 +203,12 @@ template<class T, int R, int C> inline simdgroup_matrix<T, R, C> make_filled_sim
 
 // Element (row, col) of the matrix is src[(origin.y + row) * elements_per_row + origin.x + col];
 // with transpose, src[(origin.y + col) * elements_per_row + origin.x + row]. P: a pointer into
-// any address space.
+// any address space. Drops d's pending multiplies (overwritten).
 template<class T, int R, int C, class P>
 inline void simdgroup_load(thread simdgroup_matrix<T, R, C>& d, P src, ulong elements_per_row = 8,
                            ulong2 origin = ulong2(0, 0), bool transpose = false) {
   unsigned l = ::tmps_sim::lane_now(), r = ::tmps_sim::mat_row(l), c0 = ::tmps_sim::mat_col0(l);
+  d.p_.n = 0;
 #ifndef TMPS_SIM_STRICT  // (the strict check's address spaces do not convert to memcpy's void*)
   if (!transpose) {
     // The lane's two elements are adjacent: one access (one memcheck check, not two: these
@@ -80,6 +230,7 @@ template<class T, int R, int C, class P>
 inline void simdgroup_store(thread const simdgroup_matrix<T, R, C>& m, P dst, ulong elements_per_row = 8,
                             ulong2 origin = ulong2(0, 0), bool transpose = false) {
   typedef __remove_cvref(decltype(*dst)) E;
+  ::tmps_sim::mma_settle(m);
   unsigned l = ::tmps_sim::lane_now(), r = ::tmps_sim::mat_row(l), c0 = ::tmps_sim::mat_col0(l);
   for (unsigned k = 0; k < 2; ++k) {
     ulong row = transpose ? c0 + k : r, col = transpose ? r : c0 + k;
@@ -87,66 +238,6 @@ inline void simdgroup_store(thread const simdgroup_matrix<T, R, C>& m, P dst, ul
   }
 }
 
-}  // namespace metal
-
-namespace tmps_sim {
-// d = a * b + c (c may be null). One exchange carries every lane's elements of a and b (c is
-// only read by its own lane). The first lane to resume computes all 64 sums a * b from the
-// snapshot, each into its lane's slot after the deposit, and marks the snapshot (shim_state);
-// every lane then adds its own c. Computing per lane instead read 12 other lanes' slots from
-// every lane's fiber, cache misses that made this the largest item of a tl.dot kernel's
-// profile. Each sum still runs i = 0..7 from 0.0f, then + c, rounded once to TD.
-struct mma_pack { float a[2], b[2]; };  // float: exact for every supported element type
-enum : unsigned { kMmaDone = 1u, kMmaSums = sizeof(mma_pack) };  // shim_state; offset of the sums in a slot
-static_assert(kMmaSums + 2 * sizeof(float) <= TMPS_SIM_EXCHANGE_SLOT, "mma: the sums must fit the slot");
-
-TMPS_SHIM_TRUSTED inline void mma_sums(tmps_sim_exchange* x) {
-  float a[8][8], b[8][8];  // a[row][i], b[i][col]
-  for (unsigned l = 0; l < 32; ++l) {
-    mma_pack p;
-    __builtin_memcpy(&p, x->value[l], sizeof p);
-    unsigned r = mat_row(l), c0 = mat_col0(l);
-    a[r][c0] = p.a[0];
-    a[r][c0 + 1] = p.a[1];
-    b[r][c0] = p.b[0];
-    b[r][c0 + 1] = p.b[1];
-  }
-  for (unsigned l = 0; l < 32; ++l) {
-    unsigned r = mat_row(l), c0 = mat_col0(l);
-    float sums[2];
-    for (unsigned k = 0; k < 2; ++k) {
-      float acc = 0.0f;
-      for (unsigned i = 0; i < 8; ++i) acc += a[r][i] * b[i][c0 + k];
-      sums[k] = acc;
-    }
-    __builtin_memcpy(x->value[l] + kMmaSums, sums, sizeof sums);
-  }
-  x->shim_state = kMmaDone;
-}
-
-template<class TD, class TA, class TB, class TC>
-TMPS_SHIM_TRUSTED inline void mma(site s, ::metal::simdgroup_matrix<TD, 8, 8>& d, const ::metal::simdgroup_matrix<TA, 8, 8>& a,
-                const ::metal::simdgroup_matrix<TB, 8, 8>& b, const ::metal::simdgroup_matrix<TC, 8, 8>* c) {
-  mma_pack mine;
-  float own_c[2];
-  for (int k = 0; k < 2; ++k) {
-    mine.a[k] = (float)a.e_[k];
-    mine.b[k] = (float)b.e_[k];
-    own_c[k] = c ? (float)c->e_[k] : 0.0f;
-  }
-  const tmps_sim_exchange* x = tmps_sim_rt->simd_exchange(&mine, sizeof mine, s.id | TMPS_SIM_SITE_MATRIX, s.line);
-  if (x->active_mask != 0xffffffffu)
-    tmps_sim_rt->fail(s.line, "simdgroup_matrix multiply needs all 32 lanes of the SIMD-group (some lanes exited or diverged)");
-  // The snapshot is the runtime's scratch for this SIMD-group until its next collective, which
-  // cannot complete before every lane has read its sums here.
-  if (x->shim_state != kMmaDone) mma_sums(const_cast<tmps_sim_exchange*>(x));
-  float sums[2];
-  __builtin_memcpy(sums, x->value[x->lane] + kMmaSums, sizeof sums);
-  for (unsigned k = 0; k < 2; ++k) d.e_[k] = (TD)(sums[k] + own_c[k]);
-}
-}  // namespace tmps_sim
-
-namespace metal {
 template<class TD, class TA, class TB, class TC>
 inline void simdgroup_multiply_accumulate(::tmps_sim::site s, thread simdgroup_matrix<TD, 8, 8>& d,
                                           thread const simdgroup_matrix<TA, 8, 8>& a,
@@ -159,6 +250,7 @@ inline void simdgroup_multiply(::tmps_sim::site s, thread simdgroup_matrix<TD, 8
                                thread const simdgroup_matrix<TA, 8, 8>& a, thread const simdgroup_matrix<TB, 8, 8>& b) {
   ::tmps_sim::mma(s, d, a, b, (const simdgroup_matrix<TD, 8, 8>*)nullptr);
 }
+
 }  // namespace metal
 
 #endif

@@ -77,7 +77,7 @@ struct group_view {
 };
 
 template<class T> TMPS_SHIM_TRUSTED inline group_view exchange(site s, const T& v, unsigned width) {
-  static_assert(sizeof(T) <= TMPS_SIM_EXCHANGE_SLOT, "SIMD-group function: value larger than 64 bytes");
+  static_assert(sizeof(T) <= 64, "SIMD-group function: value larger than 64 bytes");
   group_view g;
   g.x = tmps_sim_rt->simd_exchange(&v, sizeof(T), s.id, s.line);
   g.lane = g.x->lane;
@@ -124,7 +124,7 @@ struct op_xor { template<class T> TMPS_SHIM_TRUSTED T operator()(T a, T b) const
 // operations, broadcasts): scalars and 2- to 4-component vectors of the 8- to 32-bit integer and
 // floating-point types. Not bool and not 64-bit integers (Metal code moves those through
 // uint / uint2 with as_type, as the compiler does), not structs. The strict check enforces it;
-// normal builds accept any value of at most TMPS_SIM_EXCHANGE_SLOT bytes.
+// normal builds accept any value of at most 64 bytes.
 template<class T> struct simd_value {
   typedef typename vt<T>::elem E;
   enum {

@@ -12,9 +12,11 @@
 #ifndef TMPS_SIM_ABI_H
 #define TMPS_SIM_ABI_H
 
-#define TMPS_SIM_ABI_VERSION 6u
+#define TMPS_SIM_ABI_VERSION 7u
 #define TMPS_SIM_SIMD_WIDTH 32u
-#define TMPS_SIM_EXCHANGE_SLOT 64u /* bytes one lane may deposit in a SIMD-group exchange */
+#define TMPS_SIM_EXCHANGE_SLOT 512u /* bytes one lane may deposit in a SIMD-group exchange (the shim's
+                                      SIMD-group functions take values of up to 64; pending
+                                      simdgroup_matrix multiplies use the rest) */
 #define TMPS_SIM_MAX_BUFFERS 31u   /* Metal's buffer binding limit */
 #define TMPS_SIM_MAX_THREADGROUP_BINDINGS 31u
 
@@ -67,9 +69,13 @@ typedef struct tmps_sim_memcheck {
 /* Extra checks of a memcheck build's dispatch (the runtime's choice, per dispatch). */
 #define TMPS_CHECK_RACE 1u       /* threadgroup-memory races and uninitialized reads */
 #define TMPS_CHECK_INTERLEAVE 2u /* switch threads at random at memory accesses and atomics */
-/* Set in the `site` of the exchange behind a simdgroup_matrix multiply (the shim's mma), so
- * the runtime's counters can tell matrix work from other SIMD-group functions. */
+/* Set in the `site` of the exchange that completes simdgroup_matrix multiplies (the shim
+ * defers a lane's multiplies into the destination matrix and completes them together when the
+ * result is read), so the runtime's counters can tell matrix work from other SIMD-group
+ * functions. Bits 24..29 of such a site: how many 8x8x8 multiplies the exchange completes. */
 #define TMPS_SIM_SITE_MATRIX 0x40000000u
+#define TMPS_SIM_SITE_MATRIX_OPS_SHIFT 24u
+#define TMPS_SIM_SITE_MATRIX_OPS_MASK 0x3fu
 
 /* Result of a SIMD-group exchange: what every participating lane deposited. */
 typedef struct tmps_sim_exchange {
@@ -80,9 +86,8 @@ typedef struct tmps_sim_exchange {
    * Spares the shim a current_thread() call per collective. */
   tmps_u32 lane;
   /* 0 when the exchange completes; then the shim's own (the runtime never reads it): the first
-   * lane of a simdgroup_matrix multiply to resume computes the whole product into the slots'
-   * spare bytes and sets it, the other lanes only read their elements. Also keeps `value`
-   * 16-byte aligned. */
+   * lane of a simdgroup_matrix exchange to resume computes every lane's result into the slots
+   * and sets it, the other lanes only read their elements. Also keeps `value` 16-byte aligned. */
   tmps_u32 shim_state;
   unsigned char value[TMPS_SIM_SIMD_WIDTH][TMPS_SIM_EXCHANGE_SLOT];
 } tmps_sim_exchange;

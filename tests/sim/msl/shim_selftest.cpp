@@ -417,6 +417,133 @@ static void test_simd() {
   CHECK(vt.all() && vt.any());
 }
 
+// Deferred multiplies: chains longer than a chain holds, accumulators of every float type,
+// chains taken over from another matrix, operands that are pending products: each result must
+// equal multiplying one at a time (sums over i from 0.0f in float, + c, rounded to the
+// destination type), as this reference does.
+template<class TD, class TA> static void chain_case(int steps, unsigned seed) {
+  static float A[48][64], B[48][64], C0[64], want[64], twant[64];
+  unsigned s = seed;
+  for (int t = 0; t < steps; ++t)
+    for (int i = 0; i < 64; ++i) {
+      s = s * 1103515245u + 12345u; A[t][i] = (float)(TA)((float)((int)(s >> 8) % 100003 - 50001) * 0.0009765625f);
+      s = s * 1103515245u + 12345u; B[t][i] = (float)(TA)((float)((int)(s >> 8) % 70001 - 35000) * 0.000013f);
+    }
+  for (int i = 0; i < 64; ++i) { s = s * 1103515245u + 12345u; C0[i] = (float)(TD)((float)((int)(s >> 8) % 9999 - 4999) * 0.01f); }
+  for (int i = 0; i < 64; ++i) want[i] = C0[i];
+  for (int t = 0; t < steps; ++t) {
+    float next[64];
+    for (int r = 0; r < 8; ++r)
+      for (int c = 0; c < 8; ++c) {
+        float acc = 0;
+        for (int k = 0; k < 8; ++k) acc += A[t][r * 8 + k] * B[t][k * 8 + c];
+        next[r * 8 + c] = (float)(TD)(acc + want[r * 8 + c]);
+      }
+    for (int i = 0; i < 64; ++i) want[i] = next[i];
+    if (t == steps / 2 - 1)
+      for (int i = 0; i < 64; ++i) twant[i] = want[i];  // the copy's value (taken over half way)
+  }
+  static TD in_place[64], copy_out[64], half_way[64];
+  static TA at[48][64], bt[48][64];
+  static TD c0t[64];
+  for (int t = 0; t < steps; ++t) for (int i = 0; i < 64; ++i) { at[t][i] = (TA)A[t][i]; bt[t][i] = (TA)B[t][i]; }
+  for (int i = 0; i < 64; ++i) c0t[i] = (TD)C0[i];
+  run_lanes(0xffffffffu, 8, [&](unsigned) {
+    simdgroup_matrix<TD, 8, 8> acc, snap;
+    simdgroup_load(acc, c0t);
+    for (int t = 0; t < steps; ++t) {
+      simdgroup_matrix<TA, 8, 8> a, b;
+      simdgroup_load(a, at[t]);
+      simdgroup_load(b, bt[t]);
+      simdgroup_multiply_accumulate(acc, a, b, acc);
+      if (t == steps / 2 - 1) snap = acc;  // a copy of a pending chain
+    }
+    // the second half again, into a matrix whose c is the pending copy (its steps taken over)
+    simdgroup_matrix<TD, 8, 8> other = make_filled_simdgroup_matrix<TD, 8, 8>((TD)7);
+    for (int t = steps / 2; t < steps; ++t) {
+      simdgroup_matrix<TA, 8, 8> a, b;
+      simdgroup_load(a, at[t]);
+      simdgroup_load(b, bt[t]);
+      simdgroup_multiply_accumulate(other, a, b, t == steps / 2 ? snap : other);
+    }
+    simdgroup_store(acc, in_place);
+    simdgroup_store(other, copy_out);
+    simdgroup_store(snap, half_way);
+  });
+  bool ok = true, ok_half = true;
+  for (int i = 0; i < 64; ++i) {
+    ok = ok && (float)in_place[i] == want[i] && (float)copy_out[i] == want[i];
+    ok_half = ok_half && (float)half_way[i] == twant[i];
+  }
+  CHECK(ok);
+  CHECK(ok_half);
+  if (!ok || !ok_half) printf("  chain_case: steps %d, sizeof TD %d, TA %d\n", steps, (int)sizeof(TD), (int)sizeof(TA));
+}
+
+static void test_matrix_chains() {
+  static const int kSteps[] = {2, 3, 29, 30, 31, 47};  // (at least 2: half of the steps go to a copy)
+  for (int steps : kSteps) {
+    chain_case<float, float>(steps, 11u + steps);
+    chain_case<float, half>(steps, 23u + steps);
+    chain_case<half, half>(steps, 37u + steps);
+    chain_case<bfloat, bfloat>(steps, 41u + steps);
+  }
+  // An operand that is a pending product is completed first; pending products as both operands.
+  float X[64], Y[64], Z[64], want[64];
+  for (int i = 0; i < 64; ++i) { X[i] = (float)(i % 9) - 4; Y[i] = (float)((i * 7) % 5) * 0.5f; }
+  float xy[64], sq[64];
+  for (int r = 0; r < 8; ++r) for (int c = 0; c < 8; ++c) {
+    float acc = 0; for (int k = 0; k < 8; ++k) acc += X[r * 8 + k] * Y[k * 8 + c];
+    xy[r * 8 + c] = acc + 0.0f;
+  }
+  for (int r = 0; r < 8; ++r) for (int c = 0; c < 8; ++c) {
+    float acc = 0; for (int k = 0; k < 8; ++k) acc += xy[r * 8 + k] * xy[k * 8 + c];
+    sq[r * 8 + c] = acc + xy[r * 8 + c];
+  }
+  for (int i = 0; i < 64; ++i) want[i] = sq[i];
+  run_lanes(0xffffffffu, 4, [&](unsigned) {
+    simdgroup_float8x8 x, y, p;
+    simdgroup_load(x, X);
+    simdgroup_load(y, Y);
+    simdgroup_multiply(p, x, y);
+    simdgroup_multiply_accumulate(p, p, p, p);  // every operand the pending product
+    simdgroup_store(p, Z);
+  });
+  bool ok = true;
+  for (int i = 0; i < 64; ++i) ok = ok && Z[i] == want[i];
+  CHECK(ok);
+  // A chain read through thread_elements(); a load over a pending chain drops it.
+  float T[64];
+  run_lanes(0xffffffffu, 3, [&](unsigned) {
+    simdgroup_float8x8 x, y, p;
+    simdgroup_load(x, X);
+    simdgroup_load(y, Y);
+    simdgroup_multiply(p, x, y);
+    float e0 = p.thread_elements()[0];
+    simdgroup_multiply(p, x, y);
+    simdgroup_load(p, Y);  // overwrites the pending product
+    p.thread_elements()[0] = e0;
+    simdgroup_store(p, T);
+  });
+  ok = true;
+  for (unsigned l = 0; l < 32; ++l) {
+    unsigned r = ::tmps_sim::mat_row(l), c = ::tmps_sim::mat_col0(l);
+    ok = ok && T[r * 8 + c] == xy[r * 8 + c] && T[r * 8 + c + 1] == Y[r * 8 + c + 1];
+  }
+  CHECK(ok);
+  // Lanes that completed different chains (diverged) fail.
+  g_failed_line = 0;
+  float W[64];
+  run_lanes(0xffffffffu, 2, [&](unsigned l) {
+    simdgroup_float8x8 x, d;
+    simdgroup_load(x, X);
+    if (l < 16) simdgroup_multiply(d, x, x);
+    else simdgroup_multiply(d, x, x);
+    simdgroup_store(d, W);
+  });
+  CHECK(g_failed_line != 0);
+}
+
 // ---------- simdgroup_matrix ----------
 static void test_matrix() {
   float A[64], B[64], C[64], D[64], want[64], DT[64];
@@ -507,13 +634,16 @@ static void test_matrix() {
     simdgroup_store(f, F);
   });
   for (int r = 0; r < 8; ++r) for (int c = 0; c < 8; ++c) CHECK(F[r * 8 + c] == (r == c ? 5.0f : 2.0f));
-  // partial SIMD-group must fail
+  // partial SIMD-group must fail (when the product is read: multiplies are deferred until then)
   g_failed_line = 0;
+  float P[64];
   run_lanes(0x7fffffffu, 2, [&](unsigned) {
     simdgroup_float8x8 a = make_filled_simdgroup_matrix<float, 8, 8>(1.0f), d;
     simdgroup_multiply(d, a, a);
+    simdgroup_store(d, P);
   });
   CHECK(g_failed_line != 0);
+  test_matrix_chains();
 }
 
 static void test_threadgroup_static() {
