@@ -34,6 +34,13 @@ TMPS_SHIM_TRUSTED inline unsigned mat_lane(unsigned row, unsigned col) {
   return q * 4 + r;
 }
 TMPS_SHIM_TRUSTED inline unsigned lane_now() { return tmps_sim_rt->current_thread()->thread_index_in_simdgroup; }
+// The calling lane's row and first column, in one call from instrumented code (load, store):
+// a trusted function is never inlined there, so each helper would be a call of its own.
+struct lane_cell { unsigned row, col0; };
+TMPS_SHIM_TRUSTED __attribute__((noinline)) inline lane_cell lane_cell_now() {
+  unsigned l = lane_now();
+  return {mat_row(l), mat_col0(l)};
+}
 }  // namespace tmps_sim
 
 namespace tmps_sim {
@@ -98,9 +105,11 @@ template<class TD> TMPS_SHIM_TRUSTED __attribute__((noinline)) void mma_complete
       tmps_sim_rt->fail(line, "the lanes of a SIMD-group completed different simdgroup_matrix multiplies (lanes diverged)");
     __builtin_memcpy(v[l], x->value[l] + __builtin_offsetof(mma_chain, base), sizeof v[l]);
   }
+  typedef float row8 __attribute__((ext_vector_type(8)));
   for (unsigned s = 0; s < n; ++s) {
     const unsigned off = __builtin_offsetof(mma_chain, step) + s * sizeof(mma_step);
-    float a[8][8], b[8][8];  // a[row][i], b[i][col]
+    float a[8][8];  // a[row][i]
+    row8 b[8];      // b[i]: row i of B
     for (unsigned l = 0; l < 32; ++l) {
       mma_step p;
       __builtin_memcpy(&p, x->value[l] + off, sizeof p);
@@ -110,13 +119,16 @@ template<class TD> TMPS_SHIM_TRUSTED __attribute__((noinline)) void mma_complete
       b[r][c0] = p.b[0];
       b[r][c0 + 1] = p.b[1];
     }
+    // Row r of the product, 8 columns at once; each element still sums i = 0..7 from 0.0f.
+    row8 d[8];
+    for (unsigned r = 0; r < 8; ++r) {
+      row8 acc = 0.0f;
+      for (unsigned i = 0; i < 8; ++i) acc += a[r][i] * b[i];
+      d[r] = acc;
+    }
     for (unsigned l = 0; l < 32; ++l) {
       unsigned r = mat_row(l), c0 = mat_col0(l);
-      for (unsigned k = 0; k < 2; ++k) {
-        float acc = 0.0f;
-        for (unsigned i = 0; i < 8; ++i) acc += a[r][i] * b[i][c0 + k];
-        v[l][k] = (float)(TD)(acc + v[l][k]);
-      }
+      for (unsigned k = 0; k < 2; ++k) v[l][k] = (float)(TD)(d[r][c0 + k] + v[l][k]);
     }
   }
   for (unsigned l = 0; l < 32; ++l)
@@ -143,6 +155,12 @@ template<class T> TMPS_SHIM_TRUSTED __attribute__((noinline)) void mma_settle_sl
 }
 template<class T> TMPS_SHIM_TRUSTED inline void mma_settle(const ::metal::simdgroup_matrix<T, 8, 8>& m) {
   if (m.p_.n) mma_settle_slow(m);
+}
+// mma_settle, then lane_cell_now: a store's one call.
+template<class T> TMPS_SHIM_TRUSTED __attribute__((noinline)) lane_cell mma_settle_cell(const ::metal::simdgroup_matrix<T, 8, 8>& m) {
+  mma_settle(m);
+  unsigned l = lane_now();
+  return {mat_row(l), mat_col0(l)};
 }
 
 // d = a * b + c (c null: + 0.0f), deferred: appended to d's chain.
@@ -207,7 +225,8 @@ template<class T, int R, int C> inline simdgroup_matrix<T, R, C> make_filled_sim
 template<class T, int R, int C, class P>
 inline void simdgroup_load(thread simdgroup_matrix<T, R, C>& d, P src, ulong elements_per_row = 8,
                            ulong2 origin = ulong2(0, 0), bool transpose = false) {
-  unsigned l = ::tmps_sim::lane_now(), r = ::tmps_sim::mat_row(l), c0 = ::tmps_sim::mat_col0(l);
+  const ::tmps_sim::lane_cell lc = ::tmps_sim::lane_cell_now();
+  const unsigned r = lc.row, c0 = lc.col0;
   d.p_.n = 0;
 #ifndef TMPS_SIM_STRICT  // (the strict check's address spaces do not convert to memcpy's void*)
   if (!transpose) {
@@ -230,8 +249,8 @@ template<class T, int R, int C, class P>
 inline void simdgroup_store(thread const simdgroup_matrix<T, R, C>& m, P dst, ulong elements_per_row = 8,
                             ulong2 origin = ulong2(0, 0), bool transpose = false) {
   typedef __remove_cvref(decltype(*dst)) E;
-  ::tmps_sim::mma_settle(m);
-  unsigned l = ::tmps_sim::lane_now(), r = ::tmps_sim::mat_row(l), c0 = ::tmps_sim::mat_col0(l);
+  const ::tmps_sim::lane_cell lc = ::tmps_sim::mma_settle_cell(m);
+  const unsigned r = lc.row, c0 = lc.col0;
   for (unsigned k = 0; k < 2; ++k) {
     ulong row = transpose ? c0 + k : r, col = transpose ? r : c0 + k;
     dst[(origin.y + row) * elements_per_row + origin.x + col] = (typename ::tmps_sim::strip_space<E>::type)m.e_[k];
