@@ -12,7 +12,7 @@
 // multiply records its own operand elements in the destination matrix, as a chain of pending
 // steps on top of the first step's c; the chain is completed for the whole SIMD-group by one
 // exchange when the matrix is read (store, thread_elements(), an operand of another multiply),
-// when it is full, or when its c must be settled. Every step computes as an immediate multiply
+// when it is full (16 steps), or when its c must be settled. Every step computes as an immediate multiply
 // would: sums over i = 0..7 from 0.0f in float, + c, rounded once to the destination type, so
 // results are bit-identical to completing each multiply on its own. A loaded or overwritten
 // matrix drops its chain. Lanes must agree: the exchange's site carries the number of steps and
@@ -44,7 +44,10 @@ TMPS_SHIM_TRUSTED __attribute__((noinline)) inline lane_cell lane_cell_now() {
 }  // namespace tmps_sim
 
 namespace tmps_sim {
-enum : unsigned { kMmaMaxSteps = 30 };  // a chain (the slot holds 30 steps: 20 + 30 * 16 bytes)
+// Steps a chain holds: 16 covers a K = 128 staging chunk in one exchange; each pending matrix
+// takes 20 + 16 * 16 bytes of its lane's stack (the largest register tiles of upstream tests hold
+// 64 accumulators per SIMD-group).
+enum : unsigned { kMmaMaxSteps = 16 };
 struct mma_step { float a[2], b[2]; };  // float: exact for every supported element type
 // A lane's pending multiplies into one matrix, also its deposit in the completing exchange
 // (only the used steps travel). After the exchange the first lane to resume writes each lane's

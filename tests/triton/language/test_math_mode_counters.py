@@ -147,8 +147,8 @@ def test_counters_count_simdgroup_matrix_flops(counters, rng, K):
     assert stats["simdgroup_matrix_flops"] == 2 * M * N * K
     assert stats["simdgroup_matrix_ops"] == (M // 8) * (N // 8) * (K // 8)
     # The simulator defers multiplies: an 8x8 output tile's K/8 multiplies complete together
-    # (one SIMD-group exchange per 30, the shim's chain), not one exchange each.
-    assert stats["simdgroup_matrix_exchanges"] == (M // 8) * (N // 8) * -(-(K // 8) // 30)
+    # (one SIMD-group exchange per 16, the shim's chain), not one exchange each.
+    assert stats["simdgroup_matrix_exchanges"] == (M // 8) * (N // 8) * -(-(K // 8) // 16)
     # Each operand element is read from device memory at least once.
     assert stats["device_distinct_bytes_read"] >= 2 * (M * K + K * N)
 
