@@ -19,6 +19,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <future>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -556,13 +557,28 @@ void compile_shared_object(const std::string& cpp, const std::string& out_path, 
   const std::string so = work + "/kernel.so";
   write_file(src, cpp);
 
-  const std::string support = support_object(tc, options, dir);
   RunResult r;
   if (!tc.cc.empty()) {  // direct mode: clang -c with the shim's PCH, then ld.lld
+    // The support object (built once per cache) is needed only at the link: on a cold cache it
+    // builds beside the PCH and the kernel's compile instead of before them.
+    std::future<std::string> support_built =
+        std::async(std::launch::async, [&tc, &options, &dir, nice = ChildNice::current()] {
+          ChildNice nicer(nice);
+          return support_object(tc, options, dir);
+        });
     std::vector<std::string> argv = tc.cc;
     build_flags(argv, options, level);
     const size_t n = argv.size();
-    r = run_with_pch(tc, argv, tc.cc.size(), n, dir, work, {"kernel.cpp", "-o", "kernel.o"});
+    try {
+      r = run_with_pch(tc, argv, tc.cc.size(), n, dir, work, {"kernel.cpp", "-o", "kernel.o"});
+    } catch (...) {
+      try {
+        support_built.get();
+      } catch (...) {
+      }
+      throw;
+    }
+    const std::string support = support_built.get();
     if (r.status == 0) {
       std::vector<std::string> link = tc.ld;
       for (const std::string& f : link_flags(options)) link.push_back(f);
@@ -571,6 +587,7 @@ void compile_shared_object(const std::string& cpp, const std::string& out_path, 
       r = run_process(link, compiler_env(tc), work);
     }
   } else {
+    const std::string support = support_object(tc, options, dir);
     std::vector<std::string> argv = tc.cxx;
     build_flags(argv, options, level);
     // `-x none` ends `-x c++`: the support object is an object file.

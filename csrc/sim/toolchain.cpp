@@ -236,6 +236,7 @@ int child_priority() {
 
 ChildNice::ChildNice(int delta) : saved_(t_child_nice) { t_child_nice = delta; }
 ChildNice::~ChildNice() { t_child_nice = saved_; }
+int ChildNice::current() { return t_child_nice; }
 
 RunResult run_process(const std::vector<std::string>& argv, const std::vector<std::string>& extra_env,
                       const std::string& cwd) {

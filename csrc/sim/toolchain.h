@@ -40,6 +40,8 @@ class ChildNice {
   ~ChildNice();
   ChildNice(const ChildNice&) = delete;
   ChildNice& operator=(const ChildNice&) = delete;
+  // The delta in force on this thread (for a helper thread to take over).
+  static int current();
 
  private:
   int saved_;

@@ -37,10 +37,10 @@ TMPS_SHIM_TRUSTED inline unsigned lane_now() { return tmps_sim_rt->current_threa
 // The calling lane's row and first column, in one call from instrumented code (load, store):
 // a trusted function is never inlined there, so each helper would be a call of its own.
 struct lane_cell { unsigned row, col0; };
-TMPS_SHIM_TRUSTED __attribute__((noinline)) inline lane_cell lane_cell_now() {
-  unsigned l = lane_now();
-  return {mat_row(l), mat_col0(l)};
-}
+// The shim's out-of-line matrix functions live in the simulator's support object (compiled once,
+// TMPS_SIM_SUPPORT; see tmps_metal_memcheck.h): a kernel's build only calls them.
+#define TMPS_MAT_FN TMPS_SHIM_TRUSTED __attribute__((visibility("hidden"), noinline))
+TMPS_MAT_FN lane_cell lane_cell_now();
 }  // namespace tmps_sim
 
 namespace tmps_sim {
@@ -91,10 +91,19 @@ typedef simdgroup_matrix<bfloat, 8, 8> simdgroup_bfloat8x8;
 }  // namespace metal
 
 namespace tmps_sim {
+// Destination element types of a chain, for the support object's completion.
+enum : unsigned { kMatFloat = 0, kMatHalf = 1, kMatBfloat = 2 };
+template<class T> struct mat_kind { enum : unsigned { value = same<T, half>::value ? kMatHalf : same<T, bfloat>::value ? kMatBfloat : kMatFloat }; };
+// Completes chain c of the calling lane with the rest of its SIMD-group (one exchange; see the
+// top of this file): out = the lane's two elements, rounded to the destination type `kind`.
+TMPS_MAT_FN void mma_settle_chain(const mma_chain& c, unsigned kind, float out[2]);
+TMPS_MAT_FN lane_cell mma_settle_chain_cell(const mma_chain& c, unsigned kind, float out[2]);
+
+#ifdef TMPS_SIM_SUPPORT
 // Completes every lane's chain from the exchange snapshot x (called by the first lane to
 // resume): step by step, the 8x8 sums from every lane's operands, then each lane's
 // v = TD(sum + v). Writes each lane's result over its `base`.
-template<class TD> TMPS_SHIM_TRUSTED __attribute__((noinline)) void mma_complete(tmps_sim_exchange* x) {
+template<class TD> TMPS_SHIM_TRUSTED void mma_complete(tmps_sim_exchange* x) {
   const unsigned char* lane0 = x->value[0];
   unsigned n, sig0, line;
   __builtin_memcpy(&n, lane0 + __builtin_offsetof(mma_chain, n), sizeof n);
@@ -139,9 +148,7 @@ template<class TD> TMPS_SHIM_TRUSTED __attribute__((noinline)) void mma_complete
   x->shim_state = 1u;
 }
 
-// Completes m's pending multiplies (one exchange for the SIMD-group; see the top of this file).
-template<class T> TMPS_SHIM_TRUSTED __attribute__((noinline)) void mma_settle_slow(const ::metal::simdgroup_matrix<T, 8, 8>& m) {
-  const mma_chain& c = m.p_;
+TMPS_MAT_FN void mma_settle_chain(const mma_chain& c, unsigned kind, float out[2]) {
   const unsigned size = __builtin_offsetof(mma_chain, step) + c.n * sizeof(mma_step);
   const unsigned site = TMPS_SIM_SITE_MATRIX | (c.n << TMPS_SIM_SITE_MATRIX_OPS_SHIFT) | (c.sig & 0xffffffu);
   const tmps_sim_exchange* x = tmps_sim_rt->simd_exchange(&c, size, site, c.line);
@@ -149,9 +156,27 @@ template<class T> TMPS_SHIM_TRUSTED __attribute__((noinline)) void mma_settle_sl
     tmps_sim_rt->fail(c.line, "simdgroup_matrix multiply needs all 32 lanes of the SIMD-group (some lanes exited or diverged)");
   // The snapshot is the runtime's scratch for this SIMD-group until its next collective, which
   // cannot complete before every lane has read its result here.
-  if (x->shim_state == 0) mma_complete<T>(const_cast<tmps_sim_exchange*>(x));
+  if (x->shim_state == 0) {
+    tmps_sim_exchange* w = const_cast<tmps_sim_exchange*>(x);
+    if (kind == kMatHalf) mma_complete<half>(w);
+    else if (kind == kMatBfloat) mma_complete<bfloat>(w);
+    else mma_complete<float>(w);
+  }
+  __builtin_memcpy(out, x->value[x->lane] + __builtin_offsetof(mma_chain, base), 2 * sizeof(float));
+}
+TMPS_MAT_FN lane_cell lane_cell_now() {
+  unsigned l = lane_now();
+  return {mat_row(l), mat_col0(l)};
+}
+TMPS_MAT_FN lane_cell mma_settle_chain_cell(const mma_chain& c, unsigned kind, float out[2]) {
+  if (c.n) mma_settle_chain(c, kind, out);
+  return lane_cell_now();
+}
+#endif  // TMPS_SIM_SUPPORT
+
+template<class T> TMPS_SHIM_TRUSTED inline void mma_settle_slow(const ::metal::simdgroup_matrix<T, 8, 8>& m) {
   float r[2];
-  __builtin_memcpy(r, x->value[x->lane] + __builtin_offsetof(mma_chain, base), sizeof r);
+  mma_settle_chain(m.p_, mat_kind<T>::value, r);
   m.e_[0] = (T)r[0];
   m.e_[1] = (T)r[1];
   m.p_.n = 0;
@@ -159,11 +184,17 @@ template<class T> TMPS_SHIM_TRUSTED __attribute__((noinline)) void mma_settle_sl
 template<class T> TMPS_SHIM_TRUSTED inline void mma_settle(const ::metal::simdgroup_matrix<T, 8, 8>& m) {
   if (m.p_.n) mma_settle_slow(m);
 }
-// mma_settle, then lane_cell_now: a store's one call.
-template<class T> TMPS_SHIM_TRUSTED __attribute__((noinline)) lane_cell mma_settle_cell(const ::metal::simdgroup_matrix<T, 8, 8>& m) {
-  mma_settle(m);
-  unsigned l = lane_now();
-  return {mat_row(l), mat_col0(l)};
+// mma_settle, then lane_cell_now: a store's one call (inlined into the kernel: it touches m,
+// a local of the kernel's frame, which needs no check there).
+template<class T> inline lane_cell mma_settle_cell(const ::metal::simdgroup_matrix<T, 8, 8>& m) {
+  float r[2];
+  const lane_cell lc = mma_settle_chain_cell(m.p_, mat_kind<T>::value, r);
+  if (m.p_.n) {
+    m.e_[0] = (T)r[0];
+    m.e_[1] = (T)r[1];
+    m.p_.n = 0;
+  }
+  return lc;
 }
 
 // d = a * b + c (c null: + 0.0f), deferred: appended to d's chain.
