@@ -75,16 +75,11 @@ void* fiber_prepare(const FiberStack& stack, void (*fn)(void*), void* arg, size_
 #endif
   auto top = (reinterpret_cast<uintptr_t>(stack.top()) - skew) & ~uintptr_t(15);
 #if defined(__x86_64__)
-  // [0] mxcsr | x87 cw, [8] r15, [16] r14, [24] r13=arg, [32] r12=fn, [40] rbx, [48] rbp,
-  // [56] return address. After the pops and ret, rsp = top - 16: aligned for the call.
+  // [0] unused (a fiber runs with its worker's MXCSR and x87 control word: fiber_x86_64.S),
+  // [8] r15, [16] r14, [24] r13=arg, [32] r12=fn, [40] rbx, [48] rbp, [56] return address.
+  // After the pops and ret, rsp = top - 16: aligned for the call.
   auto* f = reinterpret_cast<uint64_t*>(top - 80);
-  uint32_t mxcsr = 0;
-  uint16_t fpcw = 0;
-  asm volatile("stmxcsr %0" : "=m"(mxcsr));
-  asm volatile("fnstcw %0" : "=m"(fpcw));
   std::memset(f, 0, 80);
-  std::memcpy(&f[0], &mxcsr, 4);
-  std::memcpy(reinterpret_cast<char*>(&f[0]) + 4, &fpcw, 2);
   f[3] = reinterpret_cast<uint64_t>(arg);
   f[4] = reinterpret_cast<uint64_t>(fn);
   f[7] = reinterpret_cast<uint64_t>(&tmps_sim_fiber_start);

@@ -8,8 +8,9 @@
 #include <cstdint>
 
 extern "C" {
-// Save the callee-saved registers (and FP control state) on the current stack, store the
-// stack pointer in *save_sp, load `to_sp` and restore what was saved there.
+// Save the callee-saved registers on the current stack (on aarch64 also FPCR; on x86-64 not
+// MXCSR and the x87 control word, which are the worker's for every fiber: fiber_x86_64.S),
+// store the stack pointer in *save_sp, load `to_sp` and restore what was saved there.
 void tmps_sim_fiber_switch(void** save_sp, void* to_sp);
 }
 

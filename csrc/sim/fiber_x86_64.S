@@ -1,7 +1,11 @@
 // Fiber context switch for x86-64 System V (Linux, macOS).
 // void tmps_sim_fiber_switch(void** save_sp /*rdi*/, void* to_sp /*rsi*/)
-// Saves rbp, rbx, r12-r15, MXCSR and the x87 control word (callee-saved state under the
-// SysV ABI) on the current stack; layout must match fiber_prepare() in fiber.cpp.
+// Saves rbp, rbx, r12-r15 on the current stack; layout must match fiber_prepare() in fiber.cpp.
+// MXCSR and the x87 control word (callee-saved under the SysV ABI too) are not switched: every
+// fiber of a worker runs with the worker's, which nothing changes during a dispatch (kernel code
+// has no inline assembly and imports no fenv functions: host_imports.cpp). Saving and restoring
+// them was three quarters of a switch (stmxcsr/ldmxcsr and fnstcw/fldcw are microcoded; perf
+// annotate over a cumsum run). The 8-byte slot they used stays, keeping the frame's layout.
 #if defined(__APPLE__)
 #define SYM(x) _##x
 #else
@@ -24,12 +28,8 @@ SYM(tmps_sim_fiber_switch):
         pushq %r14
         pushq %r15
         subq $8, %rsp
-        stmxcsr (%rsp)
-        fnstcw 4(%rsp)
         movq %rsp, (%rdi)
         movq %rsi, %rsp
-        ldmxcsr (%rsp)
-        fldcw 4(%rsp)
         addq $8, %rsp
         popq %r15
         popq %r14
