@@ -41,9 +41,7 @@ struct lane_cell { unsigned row, col0; };
 // TMPS_SIM_SUPPORT; see tmps_metal_memcheck.h): a kernel's build only calls them.
 #define TMPS_MAT_FN TMPS_SHIM_TRUSTED __attribute__((visibility("hidden"), noinline))
 TMPS_MAT_FN lane_cell lane_cell_now();
-}  // namespace tmps_sim
 
-namespace tmps_sim {
 // Steps a chain holds: 16 covers a K = 128 staging chunk in one exchange; each pending matrix
 // takes 20 + 16 * 16 bytes of its lane's stack (the largest register tiles of upstream tests hold
 // 64 accumulators per SIMD-group).
