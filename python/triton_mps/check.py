@@ -163,13 +163,49 @@ def check_torch() -> Check:
     return Check("torch", "PASS", f"torch {version} (CPU tensors run on the simulator; MPS is macOS only)")
 
 
+# What scripts/build-triton-macos.sh takes for a clean build (README "Quick start").
+MAC_BUILD_COST = "once: about 35-60 min and ~8 GB of disk at its peak"
+TRITON_PYTHONS = ((3, 11), (3, 15))  # triton 3.9.0's Requires-Python: >=3.11,<3.16
+
+
+def triton_wheel_cache() -> Path:
+    """Where scripts/build-triton-macos.sh keeps the triton wheels it builds (scripts/lib.sh's rule)."""
+    if os.environ.get("TMPS_TRITON_CACHE"):
+        return Path(os.environ["TMPS_TRITON_CACHE"])
+    base = os.environ.get("XDG_CACHE_HOME") or (
+        Path.home() / "Library" / "Caches" if _on_mac() else Path.home() / ".cache")
+    return Path(base) / "triton-mps" / f"triton-{SUPPORTED_TRITON}"
+
+
+def cached_triton_wheel() -> Path | None:
+    """A wheel that script built for this Python, if there is one."""
+    tag = f"cp{sys.version_info[0]}{sys.version_info[1]}"
+    wheels = sorted((triton_wheel_cache() / "wheels").glob(f"triton-{SUPPORTED_TRITON}-{tag}-{tag}-macosx_*.whl"))
+    return wheels[-1] if wheels else None
+
+
+def mac_triton_fix() -> str:
+    """What to run on a Mac to get triton (PyPI has no macOS wheel of it)."""
+    low, high = TRITON_PYTHONS
+    if not low <= sys.version_info[:2] <= high:
+        return (f"triton {SUPPORTED_TRITON} needs Python {low[0]}.{low[1]}-{high[0]}.{high[1]} (this is "
+                f"{platform.python_version()}): in a triton-mps checkout, `bash scripts/demo.sh` makes a .venv with "
+                "one (brew install python@3.12) and builds triton for it")
+    wheel = cached_triton_wheel()
+    if wheel is not None:
+        return f"a wheel was built before: {sys.executable} -m pip install {wheel}"
+    return (f"PyPI has no macOS wheel; build it {MAC_BUILD_COST}, in a triton-mps checkout: "
+            f"bash scripts/build-triton-macos.sh --python {sys.executable} --install "
+            "(or `bash scripts/demo.sh`, which does it for its .venv)")
+
+
 def check_triton() -> Check:
     version = _version("triton")
     required = not _on_mac()  # no macOS wheels: optional there (AOT kernels need no triton)
     if version is None:
-        return Check("triton", "FAIL" if required else "WARN", "not installed",
-                     f"pip install triton=={SUPPORTED_TRITON}" if required else
-                     f"build triton {SUPPORTED_TRITON} from source (no macOS wheels) for @triton.jit kernels",
+        return Check("triton", "FAIL" if required else "WARN",
+                     "not installed" if required else "not installed (needed for @triton.jit kernels)",
+                     f"pip install triton=={SUPPORTED_TRITON}" if required else mac_triton_fix(),
                      required=required)
     try:
         from triton.backends import backends
@@ -180,9 +216,9 @@ def check_triton() -> Check:
         return Check("triton", "FAIL", f"triton {version}, but the 'mps' backend is not registered",
                      "reinstall triton-mps (its triton.backends entry point); unset TRITON_BACKENDS_IN_TREE",
                      required=True)
-    if version != SUPPORTED_TRITON:
+    if version.split("+")[0] != SUPPORTED_TRITON:  # a source build may carry a local "+git<hash>"
         return Check("triton", "WARN", f"triton {version}; triton-mps is built and tested against {SUPPORTED_TRITON}",
-                     f"pip install triton=={SUPPORTED_TRITON}")
+                     mac_triton_fix() if _on_mac() else f"pip install triton=={SUPPORTED_TRITON}")
     active = os.environ.get("TRITON_BACKEND", "")
     where = ("active (macOS)" if _on_mac() and not active else
              f"active (TRITON_BACKEND={active})" if active.lower() in ("mps", "metal") else

@@ -48,3 +48,57 @@ def test_console_script_and_usage():
     assert run.returncode == 0 and "check" in run.stdout and "selftest" in run.stdout
     bad = subprocess.run([str(script), "frobnicate"], capture_output=True, text=True, timeout=120)
     assert bad.returncode == 2 and "unknown command" in bad.stderr
+
+
+def _pretend(monkeypatch, tmp_path, *, mac: bool, triton: str | None) -> None:
+    monkeypatch.setattr(check, "_on_mac", lambda: mac)
+    real = check._version
+    monkeypatch.setattr(check, "_version", lambda dist: triton if dist == "triton" else real(dist))
+    monkeypatch.setenv("TMPS_TRITON_CACHE", str(tmp_path / "cache"))
+
+
+def test_triton_missing_on_a_mac_says_what_to_run(monkeypatch, tmp_path):
+    """PyPI has no macOS triton: `check` names the build script (or the demo), its cost, and later the wheel."""
+    _pretend(monkeypatch, tmp_path, mac=True, triton=None)
+    c = check.check_triton()
+    assert (c.status, c.required) == ("WARN", False), c
+    assert f"bash scripts/build-triton-macos.sh --python {sys.executable} --install" in c.fix
+    assert "bash scripts/demo.sh" in c.fix and "35-60 min" in c.fix and "8 GB" in c.fix
+    # A wheel the script built for this Python: install it, no build.
+    tag = f"cp{sys.version_info[0]}{sys.version_info[1]}"
+    wheel = tmp_path / "cache" / "wheels" / f"triton-3.9.0-{tag}-{tag}-macosx_15_0_arm64.whl"
+    wheel.parent.mkdir(parents=True)
+    wheel.write_bytes(b"")
+    other = wheel.parent / "triton-3.9.0-cp399-cp399-macosx_15_0_arm64.whl"  # another Python's: not it
+    other.write_bytes(b"")
+    c = check.check_triton()
+    assert c.fix == f"a wheel was built before: {sys.executable} -m pip install {wheel}", c.fix
+    # A Python triton 3.9.0 does not support: say so first.
+    monkeypatch.setattr(check, "TRITON_PYTHONS", ((3, 98), (3, 99)))
+    assert "needs Python 3.98-3.99" in check.check_triton().fix
+
+
+def test_triton_cache_location_matches_the_scripts(monkeypatch, tmp_path):
+    monkeypatch.delenv("TMPS_TRITON_CACHE", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    assert check.triton_wheel_cache() == tmp_path / "triton-mps" / "triton-3.9.0"
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    monkeypatch.setattr(check, "_on_mac", lambda: True)
+    assert check.triton_wheel_cache() == Path.home() / "Library" / "Caches" / "triton-mps" / "triton-3.9.0"
+
+
+def test_triton_missing_off_a_mac_is_a_failure(monkeypatch, tmp_path):
+    _pretend(monkeypatch, tmp_path, mac=False, triton=None)
+    c = check.check_triton()
+    assert (c.status, c.required, c.fix) == ("FAIL", True, "pip install triton==3.9.0"), c
+
+
+def test_triton_versions(monkeypatch, tmp_path):
+    # A source build's local version label is still 3.9.0.
+    _pretend(monkeypatch, tmp_path, mac=False, triton="3.9.0+git1a2b3c4d")
+    assert check.check_triton().status == "PASS"
+    _pretend(monkeypatch, tmp_path, mac=True, triton="3.8.0")
+    c = check.check_triton()
+    assert c.status == "WARN" and "build-triton-macos.sh" in c.fix and "pip install triton==" not in c.fix, c
+    _pretend(monkeypatch, tmp_path, mac=False, triton="3.8.0")
+    assert check.check_triton().fix == "pip install triton==3.9.0"
