@@ -14,10 +14,24 @@ Headers: metal-cpp from the wheel pinned in third_party/metal-cpp/pin.txt (downl
 pip into the cache dir, checked against its SHA-256), plus the few stand-ins for Apple framework
 headers that zig does not ship (tools/macos_stubs/include/).
 
-Link inputs:
-  - tools/macos_stubs/tbd/*.tbd: Metal, Foundation, CoreFoundation, QuartzCore, libobjc, written
-    by hand with only the symbol names our code uses. A new Metal symbol in our code therefore
-    fails the link until it is added there, on purpose: the list is the record of what we use.
+Per SDK: the check links once per macOS SDK we support (tools/macos_sdk_symbols/<version>/, today
+14.5, 15.5 and 26.0), after compiling every TU once and only the metal-cpp implementation TUs (those
+that #define a *_PRIVATE_IMPLEMENTATION macro) once per SDK. Those TUs are the ones whose imports
+depend on the SDK: metal-cpp (macOS 26) weak-imports its constants (MTLTensorDomain, ...) only when
+the SDK's <AvailabilityVersions.h> defines __MAC_26_0, and looks them up with dlsym otherwise. zig
+ships the newest SDK's availability macros, so for an older SDK the implementation TU is compiled
+with a generated prelude (-include) that removes every macro newer than that SDK
+(<version>/availability.txt). --no-sdk-availability compiles them once with zig's macros instead
+(what the check did before: it makes the 14.5 and 15.5 links fail on _MTLTensorDomain and
+_MTLLogStateErrorDomain, symbols those SDKs' Metal.tbd do not export).
+
+Link inputs, per SDK:
+  - Metal, Foundation, CoreFoundation, QuartzCore, libobjc: a .tbd generated from the SDK's real
+    symbol list <version>/<library>.txt (taken from public copies of the SDKs' .tbd files, see
+    tools/macos_sdk_symbols/README.md). Where no list exists for a library in an SDK, the
+    hand-written stub tools/macos_stubs/tbd/<library>.tbd is used and the check says so: those list
+    only the names our code uses (the record of what we import; a new import fails the link there
+    until it is added).
   - libSystem: zig's own .tbd.
   - libc++ (generated): on a Mac, libc++ is the system's /usr/lib/libc++.1.dylib. Linking zig's
     libc++ instead would make zig build it from source on a cold cache (~80 s), so the check
@@ -35,7 +49,8 @@ Linux-only values are read only by CPython's own .c files. Distributions that re
 by a multiarch dispatcher (Debian's /usr/include/python3.X) are handled by pointing the compile
 at the real, architecture-specific file.
 
-Exit status: 0 when everything compiled and linked; 1 with the compiler or linker messages.
+Exit status: 0 when everything compiled and linked for every SDK; 1 with the compiler or linker
+messages (a line per SDK says OK or lists the undefined symbols).
 """
 from __future__ import annotations
 
@@ -57,7 +72,16 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 STUBS = Path(__file__).resolve().parent / "macos_stubs"
+SDK_LISTS = Path(__file__).resolve().parent / "macos_sdk_symbols"
 TARGET = "aarch64-macos"
+# Link inputs per SDK: the list file stem (tools/macos_sdk_symbols/<version>/<stem>.txt) and the
+# hand-written stub used where no list exists (tools/macos_stubs/tbd/<stem>.tbd).
+FRAMEWORKS = ("Metal", "Foundation", "CoreFoundation", "QuartzCore", "libobjc")
+# A TU that instantiates metal-cpp's implementation: its imports depend on the SDK's availability
+# macros, so it is compiled once per SDK.
+PRIVATE_IMPLEMENTATION = re.compile(r"^\s*#\s*define\s+(NS|MTL|CA|MTLFX|MTK)_PRIVATE_IMPLEMENTATION\b", re.M)
+AVAILABILITY_PLATFORMS = {"MAC": "MAC", "IPHONE": "IPHONE", "TVOS": "TVOS", "WATCHOS": "WATCHOS",
+                          "VISIONOS": "VISIONOS", "XROS": "VISIONOS"}
 
 # Names the C++ runtime (libc++ / libc++abi) exports, as mangled on Darwin (extra leading "_").
 CXX_RUNTIME = re.compile(
@@ -238,6 +262,126 @@ def write_tbd(path: Path, install_name: str, symbols, comment: str) -> None:
     path.write_text("\n".join(lines) + "\n")
 
 
+# --- SDKs -----------------------------------------------------------------------------------
+
+@dataclass
+class Sdk:
+    version: str
+    directory: Path
+    newest: dict[str, tuple[int, ...]]  # platform (MAC, IPHONE, ...) -> newest version it names
+
+
+def version_tuple(text: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in text.split("."))
+
+
+def available_sdks(wanted: list[str] | None = None) -> list[Sdk]:
+    """The SDKs with symbol lists under tools/macos_sdk_symbols/, oldest first."""
+    sdks = []
+    for directory in SDK_LISTS.iterdir():
+        spec = directory / "availability.txt"
+        if not spec.exists():
+            continue
+        newest = {}
+        for line in spec.read_text().splitlines():
+            if line.strip() and not line.startswith("#"):
+                platform, version = line.split()
+                newest[platform] = version_tuple(version)
+        sdks.append(Sdk(directory.name, directory, newest))
+    sdks.sort(key=lambda sdk: version_tuple(sdk.version))
+    if wanted:
+        unknown = set(wanted) - {sdk.version for sdk in sdks}
+        if unknown:
+            fail(f"no symbol lists for SDK {', '.join(sorted(unknown))} in {SDK_LISTS} "
+                 f"(have {', '.join(sdk.version for sdk in sdks)})")
+        sdks = [sdk for sdk in sdks if sdk.version in wanted]
+    return sdks
+
+
+def read_symbol_list(path: Path) -> tuple[str, list[str]]:
+    """(install name, names) of a tools/macos_sdk_symbols/<version>/<library>.txt list."""
+    install_name, names = "", []
+    for line in path.read_text().splitlines():
+        if line.startswith("# install-name:"):
+            install_name = line.split(":", 1)[1].strip()
+        elif line.strip() and not line.startswith("#"):
+            names.append(line.strip())
+    if not install_name:
+        fail(f"{path}: no '# install-name:' header")
+    return install_name, names
+
+
+def sdk_tbds(sdk: Sdk, build: Path) -> tuple[list[Path], list[str]]:
+    """The framework .tbds to link for one SDK, and the libraries that fell back to a stub."""
+    tbds, stubbed = [], []
+    out = build / f"sdk-{sdk.version}"
+    out.mkdir(exist_ok=True)
+    for library in FRAMEWORKS:
+        listed = sdk.directory / f"{library}.txt"
+        if listed.exists():
+            install_name, names = read_symbol_list(listed)
+            tbd = out / f"{library}.tbd"
+            write_tbd(tbd, install_name, names, f"Generated by tools/macos_check.py from {listed.name} "
+                      f"(macOS {sdk.version} SDK).")
+            tbds.append(tbd)
+        else:
+            tbds.append(STUBS / "tbd" / f"{library}.tbd")
+            stubbed.append(library)
+    return tbds, stubbed
+
+
+def zig_availability_versions(zig: list[str]) -> Path:
+    """zig's AvailabilityVersions.h (the newest SDK's availability macros)."""
+    candidates = []
+    try:
+        import ziglang
+        candidates.append(Path(ziglang.__file__).parent / "lib")
+    except ImportError:
+        pass
+    candidates.append(Path(zig[0]).resolve().parent / "lib")
+    for lib in candidates:
+        header = lib / "libc" / "include" / "any-darwin-any" / "AvailabilityVersions.h"
+        if header.exists():
+            return header
+    fail("cannot find zig's AvailabilityVersions.h (lib/libc/include/any-darwin-any/)")
+    raise AssertionError  # unreachable: fail() exits
+
+
+def availability_prelude(sdk: Sdk, zig_header: Path, build: Path) -> Path:
+    """A header, included before the TU, that leaves the availability macros of `sdk` only."""
+    text = zig_header.read_text(errors="replace")
+    newer = []
+    for m in re.finditer(r"^#define\s+(__([A-Z]+)_(\d+)_(\d+)(?:_(\d+))?)\s", text, re.M):
+        platform = AVAILABILITY_PLATFORMS.get(m.group(2))
+        if platform and platform in sdk.newest:
+            version = tuple(int(g) for g in m.group(3, 4, 5) if g is not None)
+            if version > sdk.newest[platform]:
+                newer.append(m.group(1))
+    for m in re.finditer(r"^#define\s+(MAC_OS_(?:X_)?VERSION_(\d+)_(\d+)(?:_(\d+))?)\s", text, re.M):
+        version = tuple(int(g) for g in m.group(2, 3, 4) if g is not None)
+        if version > sdk.newest["MAC"]:
+            newer.append(m.group(1))
+    mac = sdk.newest["MAC"] + (0, 0)
+    max_allowed = mac[0] * 10000 + mac[1] * 100 + mac[2]
+    lines = [f"/* Generated by tools/macos_check.py: the availability macros of the macOS {sdk.version} SDK,",
+             f"   from zig's {zig_header.name} minus the {len(newer)} macros newer than that SDK. */",
+             "#include <Availability.h>", "#include <AvailabilityMacros.h>",
+             "#undef __MAC_OS_X_VERSION_MAX_ALLOWED", f"#define __MAC_OS_X_VERSION_MAX_ALLOWED {max_allowed}",
+             "#undef MAC_OS_X_VERSION_MAX_ALLOWED", f"#define MAC_OS_X_VERSION_MAX_ALLOWED {max_allowed}"]
+    lines += [f"#undef {name}" for name in newer]
+    path = build / f"sdk-{sdk.version}" / "availability_prelude.h"
+    path.parent.mkdir(exist_ok=True)
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def undefined_from_linker(output: str) -> list[str]:
+    """Symbol names a linker error message reports as undefined (zig: 'undefined symbol: _x')."""
+    names = re.findall(r"undefined symbol:\s*(\S+)", output)
+    names += re.findall(r'^\s*"(_[^"]+)", referenced from', output, re.M)  # ld64's format
+    return sorted(set(names))
+
+
 # --- sources ----------------------------------------------------------------------------------
 
 @dataclass
@@ -307,6 +451,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cache-dir", type=Path, default=default_cache_dir())
     ap.add_argument("--build-dir", type=Path, help="keep objects here (default: a temporary dir)")
     ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--sdk", action="append", metavar="VERSION",
+                    help="link for this SDK only (repeatable; default: every SDK in tools/macos_sdk_symbols/)")
+    ap.add_argument("--no-sdk-availability", action="store_true",
+                    help="compile the metal-cpp implementation TUs once, with zig's (newest) availability "
+                         "macros, for every SDK: the check as it was before, which an older SDK cannot link")
     args = ap.parse_args(argv)
 
     t0 = time.monotonic()
@@ -352,7 +501,16 @@ def main(argv: list[str] | None = None) -> int:
         nb_include, nb_src = nanobind_paths()
         py_flags = [*python_include_flags(build), "-isystem", str(nb_include),
                     "-isystem", str(nb_src.parent / "ext" / "robin_map" / "include"), "-fvisibility=hidden"]
-    jobs = []
+    sdks = available_sdks(args.sdk)
+    prelude: dict[str, Path] = {}
+    if not args.no_sdk_availability:
+        zig_header = zig_availability_versions(zig)
+        prelude = {sdk.version: availability_prelude(sdk, zig_header, build) for sdk in sdks}
+
+    # Every TU once; a metal-cpp implementation TU once per SDK (its imports depend on the SDK).
+    jobs: list[tuple[Unit, Path, list[str]]] = []
+    per_sdk: dict[str, list[Path]] = {sdk.version: [] for sdk in sdks}
+    shared: list[Path] = []
     for i, unit in enumerate(units):
         if unit.nanobind_lib:
             flags = [*base, *py_flags, "-DNB_BUILD", "-fno-strict-aliasing"]
@@ -360,10 +518,21 @@ def main(argv: list[str] | None = None) -> int:
             flags = [*core, *py_flags]
         else:
             flags = core
-        obj = build / f"{i:03d}_{unit.source.stem}.o"
-        jobs.append((unit, obj, flags))
+        sdk_specific = bool(prelude) and unit.source.suffix != ".S" and bool(
+            PRIVATE_IMPLEMENTATION.search(unit.source.read_text(errors="replace")))
+        if sdk_specific:
+            for sdk in sdks:
+                obj = build / f"{i:03d}_{unit.source.stem}.sdk{sdk.version}.o"
+                jobs.append((unit, obj, [*flags, "-include", str(prelude[sdk.version])]))
+                per_sdk[sdk.version].append(obj)
+        else:
+            obj = build / f"{i:03d}_{unit.source.stem}.o"
+            jobs.append((unit, obj, flags))
+            shared.append(obj)
 
-    print(f"macos_check: compiling {len(jobs)} TUs for {TARGET} (metal-cpp: {metal_cpp})", flush=True)
+    n_units = len(units)
+    print(f"macos_check: compiling {n_units} TUs for {TARGET} ({len(jobs)} compiles; metal-cpp: {metal_cpp})",
+          flush=True)
     failures = []
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
         futures = [pool.submit(compile_unit, zig, u, o, f, env) for u, o, f in jobs]
@@ -373,54 +542,88 @@ def main(argv: list[str] | None = None) -> int:
                 failures.append(f"--- compile error in {unit.source}:\n{error}")
     if failures:
         print("\n".join(failures), file=sys.stderr)
-        fail(f"{len(failures)} of {len(jobs)} TUs did not compile")
+        fail(f"{len(failures)} of {len(jobs)} compiles failed")
 
-    # Link: hand-written framework stubs + generated C++-runtime/Python stubs.
-    objects = [o for _, o, _ in jobs]
+    # Link once per SDK: that SDK's framework lists + generated C++-runtime/Python stubs.
+    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+        futures = [pool.submit(link_for_sdk, zig, env, build, sdk, [*shared, *per_sdk[sdk.version]],
+                               units, with_python, bool(missing)) for sdk in sdks]
+        results = [fut.result() for fut in futures]
+    failed = [r for r in results if not r.ok]
+    for r in results:
+        if r.stubbed:
+            print(f"macos_check: macOS {r.sdk} SDK: no real symbol list for {', '.join(r.stubbed)}: "
+                  f"linked against the hand-written stubs in tools/macos_stubs/tbd/")
+        if r.ok:
+            print(f"macos_check: macOS {r.sdk} SDK: OK: {r.message}")
+        else:
+            print(f"--- link error for the macOS {r.sdk} SDK:\n{r.output}", file=sys.stderr)
+            print(f"macos_check: macOS {r.sdk} SDK: FAILED: {r.message}", file=sys.stderr)
+    if failed:
+        fail(f"link error for the macOS {', '.join(r.sdk for r in failed)} SDK(s)")
+    print(f"macos_check: OK: {n_units} TUs compiled, _core.dylib linked for the macOS "
+          f"{', '.join(sdk.version for sdk in sdks)} SDKs in {time.monotonic() - t0:.1f} s")
+    if tmp:
+        tmp.cleanup()
+    return 0
+
+
+@dataclass
+class LinkResult:
+    sdk: str
+    ok: bool
+    message: str
+    output: str = ""
+    stubbed: list[str] | None = None
+
+
+def link_for_sdk(zig: list[str], env: dict, build: Path, sdk: Sdk, objects: list[Path],
+                 units: list[Unit], with_python: bool, sources_missing: bool) -> LinkResult:
+    out = build / f"sdk-{sdk.version}"
+    out.mkdir(exist_ok=True)
+    tbds, stubbed = sdk_tbds(sdk, build)
     undefined, defined = set(), set()
     for o in objects:
         u, d = macho_symbols(o)
         undefined |= u
         defined |= d
     undefined -= defined
-    tbds = sorted((STUBS / "tbd").glob("*.tbd"))
     cxx = {s for s in undefined if CXX_RUNTIME.match(s)}
-    write_tbd(build / "libc++.tbd", "/usr/lib/libc++.1.dylib", cxx,
+    write_tbd(out / "libc++.tbd", "/usr/lib/libc++.1.dylib", cxx,
               "Generated by tools/macos_check.py: the C++ runtime names the objects import.")
-    tbds.append(build / "libc++.tbd")
+    tbds.append(out / "libc++.tbd")
     if with_python:
-        tbds.append(python_symbols_tbd(build / "python.tbd"))
-    if missing:
+        tbds.append(python_symbols_tbd(out / "python.tbd"))
+    if sources_missing:
         pending = {s for s in undefined if TMPS_NAMES.match(s)}
         if pending:
-            print(f"macos_check: note: {len(pending)} tmps:: symbols may be defined by the missing "
-                  f"sources; tolerated until they exist")
-            write_tbd(build / "pending.tbd", "@rpath/pending-sources.dylib", pending,
+            write_tbd(out / "pending.tbd", "@rpath/pending-sources.dylib", pending,
                       "Generated: tmps:: names whose sources do not exist yet.")
-            tbds.append(build / "pending.tbd")
+            tbds.append(out / "pending.tbd")
 
-    dylib = build / "_core.dylib"
+    dylib = out / "_core.dylib"
     cmd = [*zig, "c++", "-target", TARGET, "-shared", "-nostdlib++", "-O1",
            *map(str, objects), *map(str, tbds), "-o", str(dylib)]
     r = subprocess.run(cmd, capture_output=True, text=True, env=env)
     if r.returncode != 0:
-        lines = (r.stdout + r.stderr).strip().splitlines()
+        text = (r.stdout + r.stderr).strip()
+        lines = text.splitlines()
         shown = lines[:80] + ([f"... ({len(lines) - 80} more lines)"] if len(lines) > 80 else [])
-        print("\n".join(shown), file=sys.stderr)
-        fail("link error")
+        names = undefined_from_linker(text)
+        message = (f"{len(names)} undefined symbol(s): {' '.join(names)}" if names
+                   else "the linker failed (see its messages above)")
+        return LinkResult(sdk.version, False, message, "\n".join(shown), stubbed)
     header = dylib.read_bytes()[:16]
     magic, cputype, _, filetype = struct.unpack("<IiiI", header)
     if magic != 0xFEEDFACF or cputype != 0x0100000C or filetype != 6:  # arm64 MH_DYLIB
-        fail(f"{dylib} is not an arm64 Mach-O dylib")
+        return LinkResult(sdk.version, False, f"{dylib} is not an arm64 Mach-O dylib", "", stubbed)
     if any(u.python and not u.nanobind_lib for u in units):
         exported = macho_symbols(dylib)[1]
         if not any(s.startswith("_PyInit_") for s in exported):
-            fail(f"{dylib.name} exports no PyInit_* function: Python could not import it")
-    print(f"macos_check: OK: {len(jobs)} TUs compiled, {dylib.name} linked "
-          f"({dylib.stat().st_size // 1024} KiB) in {time.monotonic() - t0:.1f} s")
-    if tmp:
-        tmp.cleanup()
-    return 0
+            return LinkResult(sdk.version, False, f"{dylib.name} exports no PyInit_* function: "
+                              "Python could not import it", "", stubbed)
+    return LinkResult(sdk.version, True, f"{dylib.name} linked ({dylib.stat().st_size // 1024} KiB)",
+                      "", stubbed)
 
 
 if __name__ == "__main__":
