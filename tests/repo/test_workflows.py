@@ -104,9 +104,12 @@ def test_ci_jobs() -> None:
     ci = _workflow("ci.yml")
     assert "run: bash .ci/run" in ci  # Linux: what the project's own CI runs
     assert "os: [macos-14, macos-15]" in ci
-    # One triton build per version and recipe, restored by the macOS jobs.
+    # One triton build per version, Python and recipe, restored by the macOS jobs; the self-hosted
+    # Mac's key has the same form (its Python is its own: 3.12 shares CI's wheel).
     key = "triton-${TRITON_VERSION}-macos-arm64-py${MAC_PYTHON}-${{ hashFiles('scripts/build-triton-macos.sh') }}"
-    assert ci.count(key) == 1 and key in _workflow("mac-hardware.yml")
+    assert ci.count(key) == 1 and 'MAC_PYTHON: "3.12"' in ci
+    assert re.search(r"triton-\$\{TRITON_VERSION\}-macos-arm64-py\$\(tmps_python_version \"\$py\"\)-"
+                     r"\$\{\{ hashFiles\('scripts/build-triton-macos.sh'\) \}\}", _workflow("mac-hardware.yml"))
     assert "fail-on-cache-miss: true" in ci
     assert "bash scripts/test.sh" in ci and "triton-mps check" in ci
 
