@@ -1,5 +1,5 @@
-// Exception types of the native core. The bindings map each to a Python exception class
-// (triton_mps.CompileError, ...) carrying the original message.
+// Exception types of the native core. csrc/python/exceptions.cpp maps each to a Python
+// exception class (triton_mps.CompileError, ...) carrying the original message.
 #pragma once
 
 #include <cstdint>
@@ -43,6 +43,13 @@ struct OutOfMemory : Error {
 // The backend is not usable here (no Metal device, no simulator compiler found).
 struct Unavailable : Error {
   using Error::Error;
+};
+// The machine failed, not the kernel: the OS refused a cache write (`os_error`: its errno, e.g.
+// ENOSPC), or a compiler tool died by a signal (0). Python: triton_mps.HostError, an OSError.
+struct HostError : Error {
+  using Error::Error;
+  HostError(const std::string& message, int os_error_) : Error(message), os_error(os_error_) {}
+  int os_error = 0;
 };
 
 }  // namespace tmps

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <map>
 #include <set>
 #include <system_error>
 
@@ -112,14 +113,21 @@ namespace {
 std::mutex g_warnings_mu;
 std::vector<std::string> g_warnings;
 
-// Empty if a file can be created in `dir` (as root, permission bits alone do not tell).
-std::string write_problem(const std::filesystem::path& dir) {
+// Empty if real bytes can be written to a new file in `dir`: an empty file fits on a full disk,
+// a page of data does not (as root, permission bits alone do not tell either). `err` gets errno.
+std::string write_problem(const std::filesystem::path& dir, int& err) {
   const std::string probe = (dir / (".tmps-write-probe-" + std::to_string(getpid()))).string();
   const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (fd < 0) return std::strerror(errno);
-  ::close(fd);
+  if (fd < 0) {
+    err = errno;
+    return std::strerror(err);
+  }
+  static const std::string page(4096, 'x');
+  ssize_t wrote = ::write(fd, page.data(), page.size());
+  err = wrote < 0 ? errno : wrote != static_cast<ssize_t>(page.size()) ? ENOSPC : 0;
+  if (::close(fd) != 0 && err == 0) err = errno;
   ::unlink(probe.c_str());
-  return "";
+  return err ? std::strerror(err) : "";
 }
 
 // The per-process stand-in for an unusable cache directory; removed when the process exits
@@ -147,44 +155,99 @@ std::vector<std::string> take_warnings() {
   return out;
 }
 
-std::string usable_cache_dir(const std::string& sub) {
-  std::string why;
-  std::filesystem::path wanted;
+namespace {
+
+std::mutex g_dirs_mu;
+FallbackDir g_fallback;                          // made on first need
+std::map<std::string, std::string> g_given_up;  // cache root -> why this process stopped writing there
+std::set<std::string> g_warned;
+
+// The temporary directory that stands in for the cache, made on first use (g_dirs_mu held).
+const std::string& fallback_locked(const std::string& why) {
+  if (g_fallback.path.empty()) {
+    const char* t = std::getenv("TMPDIR");
+    const std::string base = t && *t ? t : "/tmp";
+    std::string templ = base + "/triton_mps-cache-XXXXXX";
+    if (!mkdtemp(&templ[0])) {
+      const int err = errno;
+      throw HostError("the triton-mps cache directory is unusable (" + why + ") and no temporary directory can be made in '" +
+                          base + "' (" + std::strerror(err) + "): set TRITON_MPS_CACHE_DIR to a writable directory",
+                      err);
+    }
+    g_fallback.path = templ;
+  }
+  return g_fallback.path;
+}
+
+// Once per `key` (the cache and the OS's reason, not the subfolder: one full disk, one warning).
+void warn_locked(const std::string& key, const std::string& why, bool readable) {
+  if (!g_warned.insert(key).second) return;
+  add_warning("triton-mps: the kernel cache is unusable (" + why + "); this process builds in the temporary directory '" +
+              g_fallback.path + "' and caches nothing across processes" +
+              (readable ? std::string(" (kernels already in the cache are still read from it)") : std::string()) +
+              ": set TRITON_MPS_CACHE_DIR to a writable directory (or free space, or repair or delete the cache)");
+}
+
+}  // namespace
+
+bool is_disk_refusal(int os_error) {
+  return os_error == ENOSPC || os_error == EROFS
+#ifdef EDQUOT
+         || os_error == EDQUOT
+#endif
+      ;
+}
+
+CacheDirs cache_dirs(const std::string& sub) {
+  std::string why, reason;  // the sentence, and the OS's reason alone (one warning per cache and reason)
+  std::filesystem::path root, wanted;
+  bool readable = false;
   try {
-    wanted = std::filesystem::path(cache_dir()) / sub;
+    root = cache_dir();
+    wanted = root / sub;
     std::error_code ec;
     std::filesystem::create_directories(wanted, ec);
+    int err = 0;
     if (ec || !std::filesystem::is_directory(wanted)) {
-      why = "cannot create '" + wanted.string() + "': " + (ec ? ec.message() : std::string("not a directory"));
-    } else if (std::string problem = write_problem(wanted); !problem.empty()) {
+      reason = ec ? ec.message() : std::string("not a directory");
+      why = "cannot create '" + wanted.string() + "': " + reason;
+    } else if (std::string problem = write_problem(wanted, err); !problem.empty()) {
+      reason = problem;
       why = "cannot write to '" + wanted.string() + "': " + problem;
     } else {
-      return wanted.string();
+      std::lock_guard<std::mutex> lock(g_dirs_mu);
+      auto it = g_given_up.find(root.string());
+      if (it == g_given_up.end()) return {wanted.string(), ""};
+      why = reason = it->second;
     }
+    readable = std::filesystem::is_directory(wanted, ec) && ::access(wanted.c_str(), R_OK | X_OK) == 0;
   } catch (const Error& e) {
-    why = e.what();
+    why = reason = e.what();
   }
-  static std::mutex mu;
-  static FallbackDir fallback;
-  static std::set<std::string> warned;
-  std::lock_guard<std::mutex> lock(mu);
-  if (fallback.path.empty()) {
-    const char* t = std::getenv("TMPDIR");
-    std::string templ = std::string(t && *t ? t : "/tmp") + "/triton_mps-cache-XXXXXX";
-    if (!mkdtemp(&templ[0])) throw Error("the triton-mps cache directory is unusable (" + why +
-                                         ") and no temporary directory can be made: set TRITON_MPS_CACHE_DIR");
-    fallback.path = templ;
-  }
-  if (warned.insert(wanted.string() + "|" + why).second) {
-    add_warning("triton-mps: the kernel cache is unusable (" + why + "); this process builds in the temporary "
-                "directory '" + fallback.path + "' and caches nothing across processes: set TRITON_MPS_CACHE_DIR "
-                "to a writable directory (or repair or delete the cache)");
-  }
-  const std::filesystem::path dir = std::filesystem::path(fallback.path) / sub;
+  std::lock_guard<std::mutex> lock(g_dirs_mu);
+  const std::filesystem::path dir = std::filesystem::path(fallback_locked(why)) / sub;
+  warn_locked(root.string() + "|" + reason, why, readable);
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
-  if (ec) throw Error("cannot create the temporary cache directory '" + dir.string() + "': " + ec.message());
-  return dir.string();
+  if (ec) throw HostError("cannot create the temporary cache directory '" + dir.string() + "': " + ec.message(), ec.value());
+  return {dir.string(), readable ? wanted.string() : ""};
+}
+
+std::string usable_cache_dir(const std::string& sub) { return cache_dirs(sub).write; }
+
+bool give_up_cache_writes(const std::string& path, int os_error, const std::string& what) {
+  if (!is_disk_refusal(os_error)) return false;
+  std::string root;
+  try {
+    root = cache_dir();
+  } catch (const Error&) {
+    return false;
+  }
+  if (path.compare(0, root.size() + 1, root + "/") != 0) return false;  // already outside the cache
+  std::lock_guard<std::mutex> lock(g_dirs_mu);
+  const std::string reason = std::strerror(os_error);
+  g_given_up.emplace(root, what.find(reason) != std::string::npos ? what : what + ": " + reason);
+  return true;
 }
 
 PipelineCache::PipelineCache(std::shared_ptr<Device> device) : device_(std::move(device)) {

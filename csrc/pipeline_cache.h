@@ -23,11 +23,29 @@ std::string pipeline_key(const std::string& source, const std::string& entry, co
 // else ~/.cache/triton_mps. Created on demand.
 std::string cache_dir();
 
-// `cache_dir()/sub`, created, if a file can be written there; else (cache directory missing,
-// read-only, a file, on a full disk) `sub` in a private temporary directory of this process,
-// removed at exit, with a warning (once per unusable directory): a broken cache never stops a
-// build, it only stops caching across processes.
-std::string usable_cache_dir(const std::string& sub);
+// Where the on-disk entries of `sub` (e.g. "sim") live for this process.
+//  - write: where new entries go: `cache_dir()/sub`, created, if files can be written there;
+//    else (cache directory missing, read-only, a file, on a full disk or over quota) `sub` in a
+//    private temporary directory of this process, removed at exit, with a warning (once per
+//    reason): a broken cache never stops a build, it only stops caching across processes.
+//  - read_only: `cache_dir()/sub` when it can be read but not written (a cache baked into a
+//    container image, a shared folder, a full disk): its entries are still served (each is
+//    verified by its sidecar before use), misses are built into `write`. Empty otherwise.
+struct CacheDirs {
+  std::string write;
+  std::string read_only;
+};
+CacheDirs cache_dirs(const std::string& sub);
+std::string usable_cache_dir(const std::string& sub);  // cache_dirs(sub).write
+
+// A write under `path` failed with errno `os_error`. When that is the cache's disk refusing
+// writes (ENOSPC, EDQUOT, EROFS) and `path` is in the cache directory, this process stops
+// writing there (the warning above, naming `what`) and returns true: the caller retries the
+// write in usable_cache_dir(), now the temporary directory. False otherwise (the caller raises).
+bool give_up_cache_writes(const std::string& path, int os_error, const std::string& what);
+
+// Whether `os_error` means the disk refuses new data (full, quota, read-only file system).
+bool is_disk_refusal(int os_error);
 
 // Warnings the core wants shown to the user (the bindings issue them as Python
 // RuntimeWarnings after each call that may add some). Thread-safe.

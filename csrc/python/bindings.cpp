@@ -20,6 +20,7 @@
 #include "launcher.h"
 #include "pipeline_cache.h"
 #include "pool.h"
+#include "exceptions.h"
 #include "py_context.h"
 #include "scalar_types.h"
 #include "sim/scheduler.h"
@@ -155,51 +156,14 @@ NB_MODULE(_core, m) {
   using namespace tmps;
   m.doc() = "triton-mps native core: devices, buffer pool, pipeline cache, launcher, simulator";
 
-  // Exceptions: one Python class per core error type, all under triton_mps.Error.
-  static PyObject* err_base = PyErr_NewException("triton_mps.Error", PyExc_RuntimeError, nullptr);
-  auto sub = [&](const char* name, PyObject* extra) {
-    PyObject* bases = extra ? PyTuple_Pack(2, err_base, extra) : PyTuple_Pack(1, err_base);
-    PyObject* cls = PyErr_NewException((std::string("triton_mps.") + name).c_str(), bases, nullptr);
-    Py_DECREF(bases);
-    m.attr(name) = nb::handle(cls);
-    return cls;
-  };
-  m.attr("Error") = nb::handle(err_base);
-  static PyObject* e_invalid = sub("InvalidArgument", PyExc_ValueError);
-  static PyObject* e_compile = sub("CompileError", nullptr);
-  static PyObject* e_limit = sub("LimitExceeded", PyExc_ValueError);
-  static PyObject* e_dispatch = sub("DispatchError", nullptr);
-  static PyObject* e_oom = sub("OutOfMemory", PyExc_MemoryError);
-  static PyObject* e_unavail = sub("Unavailable", nullptr);
-  // Messages may carry a tool's raw bytes: set_error_text decodes them safely (py_context.h).
+  // Exceptions: one Python class per core error type, all under triton_mps.Error (exceptions.cpp).
+  define_exception_classes(m);
   nb::register_exception_translator([](const std::exception_ptr& p, void*) {
     try {
       std::rethrow_exception(p);
-    } catch (const InvalidArgument& e) {
-      set_error_text(e_invalid, e.what());
-    } catch (const CompileError& e) {
-      set_error_text(e_compile, e.what());
-    } catch (const LimitExceeded& e) {
-      set_error_text(e_limit, e.what());
-      PyObject *type = nullptr, *value = nullptr, *trace = nullptr;
-      PyErr_Fetch(&type, &value, &trace);
-      PyErr_NormalizeException(&type, &value, &trace);
-      PyObject* limit = PyLong_FromUnsignedLongLong(e.limit);
-      if (value && limit) PyObject_SetAttrString(value, "limit", limit);
-      Py_XDECREF(limit);
-      PyErr_Restore(type, value, trace);
-    } catch (const DispatchError& e) {
-      set_error_text(e_dispatch, e.what());
-    } catch (const Interrupted& e) {
-      // Ctrl-C stopped a dispatch: run Python's SIGINT handler now (KeyboardInterrupt).
-      if (PyErr_CheckSignals() == 0) set_error_text(PyExc_KeyboardInterrupt, e.what());
-    } catch (const OutOfMemory& e) {
-      set_error_text(e_oom, e.what());
-    } catch (const Unavailable& e) {
-      set_error_text(e_unavail, e.what());
-    } catch (const Error& e) {
-      set_error_text(err_base, e.what());
-    }
+    } catch (const Error&) {
+      set_python_error_from_current();
+    }  // anything else: nanobind's own translation
   });
 
   nb::class_<BufferRef>(m, "Buffer")

@@ -32,6 +32,7 @@
 #include <string>
 #include <vector>
 
+#include "exceptions.h"
 #include "py_context.h"
 #include "scalar_types.h"
 
@@ -659,47 +660,9 @@ class TritonLauncher {
 
 // --- Python type: tp_call straight into TritonLauncher::call ------------------------------------
 
-PyObject* g_module = nullptr;  // triton_mps._core (borrowed: modules live until exit)
 
-void set_python_error(const char* cls, const char* what) {
-  PyObject* type = g_module ? PyObject_GetAttrString(g_module, cls) : nullptr;
-  if (!type) {
-    PyErr_Clear();
-    set_error_text(PyExc_RuntimeError, what);
-    return;
-  }
-  set_error_text(type, what);
-  Py_DECREF(type);
-}
-
-// Same mapping as the module's exception translator (bindings.cpp).
-void raise_current() {
-  try {
-    throw;
-  } catch (nb::python_error& e) {
-    e.restore();
-  } catch (const nb::builtin_exception& e) {
-    set_error_text(PyExc_RuntimeError, e.what());
-  } catch (const InvalidArgument& e) {
-    set_python_error("InvalidArgument", e.what());
-  } catch (const CompileError& e) {
-    set_python_error("CompileError", e.what());
-  } catch (const LimitExceeded& e) {
-    set_python_error("LimitExceeded", e.what());
-  } catch (const DispatchError& e) {
-    set_python_error("DispatchError", e.what());
-  } catch (const Interrupted& e) {
-    if (PyErr_CheckSignals() == 0) set_error_text(PyExc_KeyboardInterrupt, e.what());
-  } catch (const OutOfMemory& e) {
-    set_python_error("OutOfMemory", e.what());
-  } catch (const Unavailable& e) {
-    set_python_error("Unavailable", e.what());
-  } catch (const Error& e) {
-    set_python_error("Error", e.what());
-  } catch (const std::exception& e) {
-    set_error_text(PyExc_RuntimeError, e.what());
-  }
-}
+// The module's exception mapping (exceptions.cpp), for this raw CPython call slot.
+void raise_current() { set_python_error_from_current(); }
 
 PyObject* launcher_tp_call(PyObject* self, PyObject* args, PyObject* kwargs) {
   if (kwargs && PyDict_GET_SIZE(kwargs) != 0) {
@@ -722,7 +685,6 @@ PyType_Slot launcher_slots[] = {{Py_tp_call, reinterpret_cast<void*>(launcher_tp
 void attach_torch_stream(DeviceContext& ctx) { TritonLauncher::attach_torch(ctx); }
 
 void bind_triton_launcher(nb::module_& m) {
-  g_module = m.ptr();
   // Triton keeps compiled kernels (and so our launchers, functions and devices) in module-level
   // caches that live until interpreter teardown, after nanobind's leak check runs: the
   // "leaked instances" report at exit would be noise, not a reference-counting bug.

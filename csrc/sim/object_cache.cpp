@@ -1,9 +1,12 @@
 // The simulator's on-disk cache of kernel libraries: see object_cache.h.
 #include "object_cache.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <cstdint>
@@ -74,20 +77,33 @@ EntryState verify_entry(const std::string& so, std::string& why, double* build_n
   return EntryState::Invalid;
 }
 
+void write_whole_file(const std::string& path, const std::string& bytes) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  int err = fd < 0 ? errno : 0;
+  for (size_t done = 0; !err && done < bytes.size();) {
+    const ssize_t k = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (k < 0 && errno == EINTR) continue;
+    if (k <= 0) err = k < 0 ? errno : ENOSPC;
+    else done += static_cast<size_t>(k);
+  }
+  if (fd >= 0 && ::close(fd) != 0 && !err) err = errno;  // delayed allocation reports a full disk here
+  if (err) {
+    if (fd >= 0) ::unlink(path.c_str());
+    throw HostError("simulator: cannot write " + path + ": " + std::strerror(err), err);
+  }
+}
+
 // Write the sidecar atomically (temp file + rename) so readers never see half of it.
 void write_meta(const std::string& so, double build_ns) {
   std::random_device rd;
   const std::string tmp = meta_path(so) + ".tmp." + std::to_string(getpid()) + "." + std::to_string(rd());
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out << meta_text(so) << "build_ns " << static_cast<uint64_t>(build_ns) << "\n";
-    if (!out) throw Error("simulator: cannot write cache entry " + tmp);
-  }
+  write_whole_file(tmp, meta_text(so) + "build_ns " + std::to_string(static_cast<uint64_t>(build_ns)) + "\n");
   std::error_code ec;
   fs::rename(tmp, meta_path(so), ec);
   if (ec) {
-    fs::remove(tmp, ec);
-    throw Error("simulator: cannot write cache entry " + meta_path(so) + ": " + ec.message());
+    std::error_code ignored;
+    fs::remove(tmp, ignored);
+    throw HostError("simulator: cannot write cache entry " + meta_path(so) + ": " + ec.message(), ec.value());
   }
 }
 
@@ -113,7 +129,7 @@ bool artifact_intact(const std::string& path) {
 void publish_artifact(const std::string& built, const std::string& path) {
   std::error_code ec;
   fs::rename(built, path, ec);
-  if (ec) throw Error("simulator: cannot move " + built + " to " + path + ": " + ec.message());
+  if (ec) throw HostError("simulator: cannot move " + built + " to " + path + ": " + ec.message(), ec.value());
   write_meta(path, 0);
 }
 

@@ -16,8 +16,12 @@ enum class EntryState { Missing, Valid, Invalid };
 // has none (written by an older version).
 EntryState verify_entry(const std::string& so, std::string& why, double* build_ns = nullptr);
 
+// Write `bytes` to `path` (created or truncated). Throws HostError carrying errno (ENOSPC on a
+// full disk) with the path and the OS's reason.
+void write_whole_file(const std::string& path, const std::string& bytes);
+
 // Write the sidecar of `so` (built in `build_ns`) atomically (temp file + rename) so readers
-// never see half of it. Throws Error if it cannot be written.
+// never see half of it. Throws HostError (with errno) if it cannot be written.
 void write_meta(const std::string& so, double build_ns);
 
 // Files built once and shared by every kernel build (the support object, the shim's
@@ -27,7 +31,7 @@ void write_meta(const std::string& so, double build_ns);
 bool artifact_intact(const std::string& path);
 
 // Move the freshly built `built` to `path` (atomically, replacing any damaged copy), then write
-// its sidecar. Throws Error if either step fails.
+// its sidecar. Throws HostError (with errno) if either step fails.
 void publish_artifact(const std::string& built, const std::string& path);
 
 }  // namespace tmps::sim

@@ -73,12 +73,7 @@ std::string unique_suffix() {
   return std::to_string(getpid()) + "-" + std::to_string(counter++) + "-" + std::to_string(now & 0xffffff);
 }
 
-void write_file(const std::string& path, const std::string& text) {
-  std::ofstream f(path, std::ios::binary | std::ios::trunc);
-  f << text;
-  f.close();
-  if (!f) throw CompileError("simulator compiler: cannot write " + path);
-}
+void write_file(const std::string& path, const std::string& text) { write_whole_file(path, text); }
 
 std::string dir_of(const std::string& path) {
   size_t slash = path.find_last_of('/');
@@ -89,7 +84,10 @@ std::string dir_of(const std::string& path) {
 void make_dirs(const std::string& dir) {
   if (dir.empty() || file_exists(dir)) return;
   make_dirs(dir_of(dir));
-  if (mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) throw CompileError("simulator compiler: cannot create " + dir);
+  if (mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
+    const int err = errno;
+    throw HostError("simulator: cannot create " + dir + ": " + std::strerror(err), err);
+  }
 }
 
 // "_Z6printfPKcz" -> "printf(char const*, ...)"; other names unchanged.
@@ -238,10 +236,58 @@ std::string metal_wording(const std::string& text) {
   return out;
 }
 
+// "zig clang" for {".../zig", "clang", ...}; "clang++" for {"/usr/bin/clang++", ...}.
+std::string tool_name(const std::vector<std::string>& argv) {
+  if (argv.empty()) return "compiler";
+  std::string name = argv[0].substr(argv[0].find_last_of('/') == std::string::npos ? 0 : argv[0].find_last_of('/') + 1);
+  if ((name == "zig" || name == "zig.exe") && argv.size() > 1) name += " " + argv[1];
+  return name;
+}
+
+std::string signal_name(int sig) {
+  static const std::map<int, const char*> names = {{SIGKILL, "SIGKILL"}, {SIGTERM, "SIGTERM"}, {SIGSEGV, "SIGSEGV"},
+                                                   {SIGABRT, "SIGABRT"}, {SIGBUS, "SIGBUS"},   {SIGILL, "SIGILL"},
+                                                   {SIGHUP, "SIGHUP"},   {SIGQUIT, "SIGQUIT"}, {SIGPIPE, "SIGPIPE"}};
+  auto it = names.find(sig);
+  const char* what = strsignal(sig);
+  return std::to_string(sig) + " (" + (it != names.end() ? std::string(it->second) + ": " : std::string()) +
+         (what ? what : "unknown") + ")";
+}
+
+// A tool killed by a signal (the out-of-memory killer on a loaded machine, a kill from outside)
+// says nothing about the kernel: it runs once more, and a second death is reported as the
+// host's failure (HostError), never as a verdict on the kernel.
+RunResult run_tool(const std::vector<std::string>& argv, const std::string& role, const CompileOptions& options,
+                   const std::function<RunResult()>& run) {
+  RunResult r = run();
+  if (r.signal == 0) return r;
+  r = run();
+  if (r.signal == 0) return r;
+  const std::string what = options.label.empty() ? std::string() : " for kernel '" + options.label + "'";
+  throw HostError("simulator: the compiler (" + tool_name(argv) + ", " + role + ")" + what + " was killed by signal " +
+                  signal_name(r.signal) + ", twice; the kernel was not checked. This is not about the kernel: the "
+                  "tool died (a signal from outside, or the out-of-memory killer on a loaded machine); run it again");
+}
+
+// A tool that failed because the disk refused its output (full, quota): the host's failure,
+// with the OS's reason, so the caller can move the build out of a full cache.
+void throw_if_disk_refused(const RunResult& r, const std::string& where) {
+  if (r.status == 0) return;
+  for (int err : {ENOSPC, EROFS,
+#ifdef EDQUOT
+                  EDQUOT
+#endif
+       })
+    if (r.output.find(std::strerror(err)) != std::string::npos)
+      throw HostError("simulator: the compiler could not write its output in " + where + ": " + std::strerror(err), err);
+}
+
 std::string diagnostics(const RunResult& r) {
   std::string out = r.output;
   while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();
-  if (out.empty()) out = r.status < 0 ? "the compiler crashed" : "the compiler failed with exit code " + std::to_string(r.status);
+  if (out.empty())
+    out = r.signal ? "the compiler was killed by signal " + signal_name(r.signal)
+                   : "the compiler failed with exit code " + std::to_string(r.status);
   return out;
 }
 
@@ -347,9 +393,19 @@ void support_flags(std::vector<std::string>& argv, const CompileOptions& options
   for (const char* f : {"-x", "c++"}) argv.push_back(f);
 }
 
+// `name` in the read-only cache beneath the writable one (pipeline_cache.h CacheDirs), if it is
+// there and matches its sidecar; "" otherwise.
+std::string intact_in_read_only_cache(const std::string& name) {
+  const std::string ro = cache_dirs("sim").read_only;
+  if (ro.empty()) return "";
+  const std::string path = ro + "/" + name;
+  return artifact_intact(path) ? path : "";
+}
+
 void compile_in(const std::string& work, const std::vector<std::string>& argv, const Toolchain& tc, const std::string& what,
-                const std::string& output) {
-  RunResult r = run_process(argv, compiler_env(tc), work);
+                const std::string& output, const CompileOptions& options) {
+  RunResult r = run_tool(argv, "compiling " + what, options, [&] { return run_process(argv, compiler_env(tc), work); });
+  throw_if_disk_refused(r, work);
   if (r.status != 0 || !file_exists(work + "/" + output))
     throw CompileError("simulator: compiling " + what + " failed:\n" + diagnostics(r));
 }
@@ -362,8 +418,10 @@ std::string support_object(const Toolchain& tc, const CompileOptions& options, c
   support_flags(flags, options);
   std::string key = tc.version + '\n' + shim_hash() + '\n' + kSupportSource;
   for (const std::string& f : flags) key += f + '\n';
-  const std::string path = dir + "/support-" + sha256_hex(key) + ".o";
+  const std::string name = "support-" + sha256_hex(key) + ".o";
+  const std::string path = dir + "/" + name;
   if (artifact_intact(path)) return path;
+  if (std::string shared = intact_in_read_only_cache(name); !shared.empty()) return shared;
   const std::string work = path + ".tmp-" + unique_suffix() + ".d";
   TempFiles temps;
   make_dirs(work);
@@ -372,12 +430,8 @@ std::string support_object(const Toolchain& tc, const CompileOptions& options, c
   std::vector<std::string> argv = tc.cc.empty() ? tc.cxx : tc.cc;
   argv.insert(argv.end(), flags.begin(), flags.end());
   for (const char* f : {"support.cpp", "-o", "support.o"}) argv.push_back(f);
-  compile_in(work, argv, tc, "the simulator's support object", "support.o");
-  try {
-    publish_artifact(work + "/support.o", path);
-  } catch (const Error& e) {
-    throw CompileError(std::string("simulator: cannot store the support object: ") + e.what());
-  }
+  compile_in(work, argv, tc, "the simulator's support object", "support.o", options);
+  publish_artifact(work + "/support.o", path);  // HostError (with errno) if the disk refuses it
   return path;
 }
 
@@ -392,8 +446,10 @@ std::string shim_pch(const Toolchain& tc, std::vector<std::string> flags, const 
   for (const char* f : {"-Xclang", "-fno-pch-timestamp", "-fpch-validate-input-files-content"}) flags.push_back(f);
   std::string key = tc.version + '\n' + shim_dir() + '\n' + shim_hash() + '\n';
   for (const std::string& f : flags) key += f + '\n';
-  const std::string path = dir + "/shim-" + sha256_hex(key) + ".pch";
+  const std::string name = "shim-" + sha256_hex(key) + ".pch";
+  const std::string path = dir + "/" + name;
   if (artifact_intact(path)) return path;  // checked like the support object: damage means a rebuild
+  if (std::string shared = intact_in_read_only_cache(name); !shared.empty()) return shared;
   const std::string work = path + ".tmp-" + unique_suffix() + ".d";
   TempFiles temps;
   make_dirs(work);
@@ -403,7 +459,7 @@ std::string shim_pch(const Toolchain& tc, std::vector<std::string> flags, const 
   for (const std::string& a : {std::string("-x"), std::string("c++-header"), shim_dir() + "/metal_stdlib",
                                std::string("-o"), std::string("shim.pch")})
     argv.push_back(a);
-  compile_in(work, argv, tc, "the shim's precompiled header", "shim.pch");
+  compile_in(work, argv, tc, "the shim's precompiled header", "shim.pch", CompileOptions{});
   try {
     publish_artifact(work + "/shim.pch", path);
   } catch (const Error& e) {
@@ -523,8 +579,34 @@ SimTarget choose_target(bool zig, bool clang_spelling) {
 }
 }  // namespace
 
+namespace {
+// TRITON_MPS_SIM_CPU is the user's: a CPU or feature the compiler does not know would fail every
+// build with the compiler's words, which never name the variable. One empty compile with the
+// target's flags says it up front (only when the variable is set).
+void check_custom_target(const SimTarget& t) {
+  const std::string custom = env("TRITON_MPS_SIM_CPU");
+  if (custom.empty()) return;
+  const Toolchain& tc = find_toolchain();
+  std::vector<std::string> argv = tc.cc.empty() ? tc.cxx : tc.cc;
+  argv.insert(argv.end(), t.flags.begin(), t.flags.end());
+  for (const char* f : {"-x", "c++", "-c", "-o", "/dev/null", "/dev/null"}) argv.push_back(f);
+  const RunResult r = run_process(argv, compiler_env(tc));
+  const bool unknown_feature = r.output.find("not a recognized feature") != std::string::npos;
+  if (r.status == 0 && !unknown_feature) return;
+  std::string said = r.output.substr(0, r.output.find('\n'));
+  throw InvalidArgument("TRITON_MPS_SIM_CPU='" + custom + "' is not a CPU the simulator's compiler (" + tc.description +
+                        ") accepts: " + (said.empty() ? diagnostics(r) : said) +
+                        ". Use a CPU in the compiler's syntax (x86-64: x86_64, x86_64_v2, x86_64_v3, x86_64_v4; Arm: "
+                        "generic, apple_m1, ...), optionally with +feature or -feature, or unset it");
+}
+}  // namespace
+
 const SimTarget& sim_target() {
-  static const SimTarget target = choose_target(is_zig(find_toolchain()), !find_toolchain().cc.empty());
+  static const SimTarget target = [] {
+    SimTarget t = choose_target(is_zig(find_toolchain()), !find_toolchain().cc.empty());
+    check_custom_target(t);
+    return t;
+  }();
   return target;
 }
 
@@ -570,7 +652,8 @@ void compile_shared_object(const std::string& cpp, const std::string& out_path, 
     build_flags(argv, options, level);
     const size_t n = argv.size();
     try {
-      r = run_with_pch(tc, argv, tc.cc.size(), n, dir, work, {"kernel.cpp", "-o", "kernel.o"});
+      r = run_tool(argv, "the kernel's compile", options,
+                   [&] { return run_with_pch(tc, argv, tc.cc.size(), n, dir, work, {"kernel.cpp", "-o", "kernel.o"}); });
     } catch (...) {
       try {
         support_built.get();
@@ -584,7 +667,7 @@ void compile_shared_object(const std::string& cpp, const std::string& out_path, 
       for (const std::string& f : link_flags(options)) link.push_back(f);
       for (const std::string& a : {std::string("kernel.o"), support, std::string("-o"), std::string("kernel.so")})
         link.push_back(a);
-      r = run_process(link, compiler_env(tc), work);
+      r = run_tool(link, "the kernel's link", options, [&] { return run_process(link, compiler_env(tc), work); });
     }
   } else {
     const std::string support = support_object(tc, options, dir);
@@ -594,9 +677,10 @@ void compile_shared_object(const std::string& cpp, const std::string& out_path, 
     for (const std::string& a : {std::string("kernel.cpp"), std::string("-x"), std::string("none"), support,
                                  std::string("-o"), std::string("kernel.so")})
       argv.push_back(a);
-    r = run_process(argv, compiler_env(tc), work);
+    r = run_tool(argv, "the kernel's build", options, [&] { return run_process(argv, compiler_env(tc), work); });
   }
   if (settle) settle();
+  throw_if_disk_refused(r, work);
   if (r.status != 0 || !file_exists(so)) {
     std::string what = options.label.empty() ? std::string() : " for '" + options.label + "'";
     throw CompileError("simulator: compiling the kernel" + what + " failed:\n" + diagnostics(r));
@@ -609,8 +693,10 @@ void compile_shared_object(const std::string& cpp, const std::string& out_path, 
     throw CompileError("Metal would reject this kernel" + what + ": it calls functions that are not part of Metal (" +
                        imports + "); a kernel may call only its own functions and the Metal standard library");
   }
-  if (std::rename(so.c_str(), out_path.c_str()) != 0)
-    throw CompileError("simulator: cannot move the compiled kernel to " + out_path + ": " + std::strerror(errno));
+  if (std::rename(so.c_str(), out_path.c_str()) != 0) {
+    const int err = errno;
+    throw HostError("simulator: cannot move the compiled kernel to " + out_path + ": " + std::strerror(err), err);
+  }
 }
 
 void strict_check(const std::string& cpp, const CompileOptions& options) {
@@ -636,11 +722,13 @@ void strict_check(const std::string& cpp, const CompileOptions& options) {
   if (!tc.cc.empty()) {
     std::string dir = usable_cache_dir("sim");  // a private one if the cache is unusable
     make_dirs(dir);
-    r = run_with_pch(tc, argv, flags_begin, argv.size(), dir, {}, {src});
+    r = run_tool(argv, "the strict Metal check", options,
+                 [&] { return run_with_pch(tc, argv, flags_begin, argv.size(), dir, {}, {src}); });
   } else {
     argv.push_back(src);
-    r = run_process(argv, compiler_env(tc));
+    r = run_tool(argv, "the strict Metal check", options, [&] { return run_process(argv, compiler_env(tc)); });
   }
+  throw_if_disk_refused(r, tmpdir);
   if (r.status != 0) {
     std::string what = options.label.empty() ? std::string() : " ('" + options.label + "')";
     throw CompileError("Metal would reject this kernel" + what + ":\n" + metal_wording(diagnostics(r)));

@@ -202,12 +202,12 @@ std::string library_key(const std::string& cpp, const CompileOptions& options, O
   return sha256_hex(key_text);
 }
 
-std::string library_path(const std::string& key) { return (fs::path(usable_cache_dir("sim")) / (key + ".so")).string(); }
+std::string library_path(const std::string& dir, const std::string& key) { return (fs::path(dir) / (key + ".so")).string(); }
 
-// The library built for `key` if this process has it or the disk has a verified copy; nullptr
-// if not (an unusable entry on disk is counted, reported, and left to be rebuilt).
-std::shared_ptr<KernelLibrary> cached_library(const std::string& so, const std::string& key, const std::string& entry,
-                                              BuildCounters& n) {
+// The library at `so` if this process has it or the disk has a verified copy; nullptr if not
+// (an unusable entry on disk is counted, reported, and left to be rebuilt).
+std::shared_ptr<KernelLibrary> cached_library_at(const std::string& so, const std::string& key, const std::string& entry,
+                                                 BuildCounters& n) {
   if (std::shared_ptr<KernelLibrary> lib = loaded_library(so)) {
     ++n.memory_hits;
     return lib;
@@ -230,10 +230,19 @@ std::shared_ptr<KernelLibrary> cached_library(const std::string& so, const std::
   return nullptr;
 }
 
-// Compiles, records and loads the library for `key`.
-std::shared_ptr<KernelLibrary> build_library(const std::string& cpp, const std::string& so, const std::string& key,
-                                             const CompileOptions& options, OptLevel level, BuildCounters& n,
-                                             const std::function<void()>& settle = {}) {
+// The library built for `key`: in the writable cache, else in a read-only cache beneath it
+// (pipeline_cache.h CacheDirs: a cache baked into an image, a full disk); nullptr if neither.
+std::shared_ptr<KernelLibrary> cached_library(const std::string& key, const std::string& entry, BuildCounters& n) {
+  const CacheDirs dirs = cache_dirs("sim");
+  if (std::shared_ptr<KernelLibrary> lib = cached_library_at(library_path(dirs.write, key), key, entry, n)) return lib;
+  if (!dirs.read_only.empty()) return cached_library_at(library_path(dirs.read_only, key), key, entry, n);
+  return nullptr;
+}
+
+// Compiles, records and loads the library for `key` at `so`.
+std::shared_ptr<KernelLibrary> build_library_at(const std::string& cpp, const std::string& so, const std::string& key,
+                                                const CompileOptions& options, OptLevel level, BuildCounters& n,
+                                                const std::function<void()>& settle) {
   // The library names the key it was built for (checked at every load from disk).
   const auto t0 = std::chrono::steady_clock::now();
   compile_shared_object(cpp + "\nextern \"C\" __attribute__((visibility(\"default\"))) extern const char "
@@ -246,6 +255,20 @@ std::shared_ptr<KernelLibrary> build_library(const std::string& cpp, const std::
   if (!lib) throw CompileError("simulator: cannot load the compiled kernel library " + so + ": " + why);
   lib->build_ns = build_ns;
   return lib;
+}
+
+// build_library_at in the writable cache. A disk that refuses the write there (full, over
+// quota, read-only) moves this process's builds to the temporary directory (with a warning)
+// and the build runs once more there; any other failure, or a refusal there too, is raised.
+std::shared_ptr<KernelLibrary> build_library(const std::string& cpp, const std::string& key, const CompileOptions& options,
+                                             OptLevel level, BuildCounters& n, const std::function<void()>& settle = {}) {
+  const std::string so = library_path(usable_cache_dir("sim"), key);
+  try {
+    return build_library_at(cpp, so, key, options, level, n, settle);
+  } catch (const HostError& e) {
+    if (!give_up_cache_writes(so, e.os_error, e.what())) throw;
+  }
+  return build_library_at(cpp, library_path(usable_cache_dir("sim"), key), key, options, level, n, settle);
 }
 
 // How much nicer a background build's compiler processes run (CompileOptions::waited_for).
@@ -619,14 +642,12 @@ std::shared_ptr<Pipeline> SimDevice::build_pipeline(const std::string& source, c
   // than -O2 (measured: tests/sim/test_sim_target.py); every other target gives the same bits.
   const Tiering tier = sim_target().name == "x86_64" ? Tiering::Full : tiering();
   const std::string key_full = library_key(tr.cpp, options, OptLevel::Full);
-  const std::string so_full = library_path(key_full);
-  std::shared_ptr<KernelLibrary> lib = cached_library(so_full, key_full, entry, *counters_);
+  std::shared_ptr<KernelLibrary> lib = cached_library(key_full, entry, *counters_);
   std::function<std::shared_ptr<KernelLibrary>()> full_build;
   if (!lib) {
     const OptLevel level = tier == Tiering::Full ? OptLevel::Full : OptLevel::Quick;
     const std::string key = level == OptLevel::Full ? key_full : library_key(tr.cpp, options, level);
-    const std::string so = level == OptLevel::Full ? so_full : library_path(key);
-    if (level == OptLevel::Quick) lib = cached_library(so, key, entry, *counters_);
+    if (level == OptLevel::Quick) lib = cached_library(key, entry, *counters_);
     if (!lib) {
       // Only on a real build: options.key() (part of the key) holds strict_check, so a cached
       // library already passed the check when it was made.
@@ -654,16 +675,16 @@ std::shared_ptr<Pipeline> SimDevice::build_pipeline(const std::string& source, c
       }
       ChildNice nicer(nice);
       try {
-        lib = build_library(tr.cpp, so, key, options, level, *counters_, settle);
+        lib = build_library(tr.cpp, key, options, level, *counters_, settle);
       } catch (...) {
         if (strict.valid()) strict.get();  // failed before settling: the strict verdict still comes first
         throw;
       }
     }
     if (level == OptLevel::Quick && tier == Tiering::Auto) {
-      full_build = [cpp = tr.cpp, so_full, key_full, options, entry, counters = counters_]() {
-        std::shared_ptr<KernelLibrary> full = cached_library(so_full, key_full, entry, *counters);
-        if (!full) full = build_library(cpp, so_full, key_full, options, OptLevel::Full, *counters);
+      full_build = [cpp = tr.cpp, key_full, options, entry, counters = counters_]() {
+        std::shared_ptr<KernelLibrary> full = cached_library(key_full, entry, *counters);
+        if (!full) full = build_library(cpp, key_full, options, OptLevel::Full, *counters);
         ++counters->promoted;
         return full;
       };
@@ -678,9 +699,8 @@ std::shared_ptr<Pipeline> SimDevice::build_pipeline(const std::string& source, c
     counting_build = [cpp = "#undef TMPS_FLOPS\n#define TMPS_FLOPS(n) (tmps_sim_rt->count_flops((tmps_u32)(n)))\n" + tr.cpp,
                       options, entry, counters = counters_]() {
       const std::string key = library_key(cpp, options, OptLevel::Full);
-      const std::string so = library_path(key);
-      std::shared_ptr<KernelLibrary> built = cached_library(so, key, entry, *counters);
-      return built ? built : build_library(cpp, so, key, options, OptLevel::Full, *counters);
+      std::shared_ptr<KernelLibrary> built = cached_library(key, entry, *counters);
+      return built ? built : build_library(cpp, key, options, OptLevel::Full, *counters);
     };
   }
   return std::make_shared<SimPipeline>(KernelVariant{std::move(lib), k}, source, std::move(full_build),

@@ -318,6 +318,7 @@ RunResult run_process(const std::vector<std::string>& argv, const std::vector<st
   if (WIFSIGNALED(status) && WTERMSIG(status) == SIGINT)
     throw Interrupted("the simulator's compiler (" + argv[0] + ") was interrupted (Ctrl-C)");
   r.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
   return r;
 }
 

@@ -28,6 +28,7 @@ bool is_zig(const Toolchain& t);
 
 struct RunResult {
   int status = -1;     // exit code; -1 if it did not exit normally
+  int signal = 0;      // the signal that killed it (0: none)
   std::string output;  // stdout and stderr, interleaved
 };
 

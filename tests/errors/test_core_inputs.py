@@ -275,7 +275,7 @@ def test_memcheck_maybe(sim, monkeypatch, bad):
 @bad_input("invalid or unknown TRITON_MPS_* variables at import",
            given="TRITON_MPS_SIM_THREADS=many, TRITON_MPS_LAUNCH_SYNC=maybe, TRITON_MPS_MEMCHEK=0 (a typo)",
            raises="warning:RuntimeWarning",
-           says="TRITON_MPS_SIM_THREADS='many' is not valid: expected a number of worker threads >= 1")
+           says="TRITON_MPS_SIM_THREADS='many' is not valid: expected a number of worker threads from 1 to 4096")
 def test_bad_environment_at_import(bad):
     env = dict(os.environ, TRITON_MPS_SIM_THREADS="many", TRITON_MPS_LAUNCH_SYNC="maybe", TRITON_MPS_MEMCHEK="0")
     r = subprocess.run([sys.executable, "-c", "import triton_mps"], env=env, capture_output=True, text=True,
@@ -289,4 +289,4 @@ def test_bad_environment_at_import(bad):
     r = subprocess.run([sys.executable, "-W", "ignore", "-c", "import triton_mps; triton_mps.get_device('sim')"],
                        env=env, capture_output=True, text=True, timeout=120)
     assert r.returncode != 0
-    assert "TRITON_MPS_SIM_THREADS must be a number of worker threads >= 1, got 'many'" in r.stderr
+    assert "TRITON_MPS_SIM_THREADS must be a number of worker threads from 1 to 4096, got 'many'" in r.stderr
