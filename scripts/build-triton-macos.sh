@@ -23,6 +23,7 @@
 # TMPS_TRITON_BREW_LLVM (Homebrew's LLVM formula, default llvm), TMPS_DRY_RUN=1 and
 # TMPS_PRETEND_OS (scripts/lib.sh).
 set -euo pipefail
+ORIG_PWD=$PWD
 cd "$(dirname "$0")/.."
 # shellcheck source=scripts/lib.sh
 . scripts/lib.sh
@@ -39,6 +40,7 @@ LLVM_FORMULA=${TMPS_TRITON_BREW_LLVM:-llvm}
 # Triton's setup.py appends "+git<hash>" to the version unless the checkout is on a release*
 # branch: the clone gets one, so the wheel is exactly 3.9.0.
 LOCAL_BRANCH=release/tmps-$TMPS_TRITON_VERSION
+PYPI_LLVM=b010a18d2b648cab83c83967ff26b8fde11acdc6
 PHASES=6
 
 PY=${PYTHON:-}
@@ -60,6 +62,10 @@ while [ $# -gt 0 ]; do
   esac
   shift
 done
+
+# Paths given relative to where the script was started (it works from the checkout's root).
+case $PY in /* | "") ;; */*) PY=$ORIG_PWD/$PY ;; esac
+case $OUT in /* | "") ;; *) OUT=$ORIG_PWD/$OUT ;; esac
 
 START=$SECONDS
 elapsed() {
@@ -184,6 +190,11 @@ if ! tmps_dry; then
   grep -q "^TRITON_VERSION = \"$TMPS_TRITON_VERSION\"" "$SRC/setup.py" ||
     die "$SRC/setup.py does not build triton $TMPS_TRITON_VERSION ($(grep -m1 '^TRITON_VERSION' "$SRC/setup.py" || echo 'no TRITON_VERSION line')); set TMPS_TRITON_REF to its tag or commit"
   note "commit $(git -C "$SRC" rev-parse HEAD)"
+  # PyPI's triton 3.9.0 wheels were linked against this LLVM (its libtriton says so).
+  llvm=$(cat "$SRC/cmake/llvm-hash.txt" 2>/dev/null || true)
+  if [ "$llvm" != "$PYPI_LLVM" ]; then
+    note "warning: cmake/llvm-hash.txt is ${llvm:-missing}, PyPI's triton $TMPS_TRITON_VERSION used $PYPI_LLVM"
+  fi
 fi
 
 phase 4 "build environment $CACHE/build-venv-$TAG (python/requirements.txt and the build-system requirements)"
