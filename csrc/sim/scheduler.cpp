@@ -549,7 +549,7 @@ unsigned default_workers() {
     char* end = nullptr;
     const long v = std::strtol(s, &end, 10);
     if (end == s || *end != '\0' || v < 1 || v > 4096)
-      throw InvalidArgument(std::string("TRITON_MPS_SIM_THREADS must be a number of worker threads >= 1, got '") + s + "'");
+      throw InvalidArgument(std::string("TRITON_MPS_SIM_THREADS must be a number of worker threads from 1 to 4096, got '") + s + "'");
     return static_cast<unsigned>(v);
   }
   unsigned hc = std::thread::hardware_concurrency();

@@ -15,6 +15,7 @@ import re
 import warnings
 from collections.abc import Callable
 
+MAX_SIM_THREADS = 4096  # csrc/sim/scheduler.cpp default_workers()
 _FLAG_ON = ("1", "true", "yes", "on")
 _FLAG_OFF = ("0", "false", "no", "off")
 FLAG_VALUES = "1/true/yes/on or 0/false/no/off"
@@ -26,6 +27,15 @@ def _is_flag(v: str) -> bool:
 
 def _is_count(v: str) -> bool:
     return v.strip().isdigit() and int(v) > 0
+
+
+def _is_threads(v: str) -> bool:
+    return v.strip().isdigit() and 1 <= int(v) <= MAX_SIM_THREADS
+
+
+def _is_cpu(v: str) -> bool:
+    # A CPU in the compiler's syntax, optionally with features: x86_64_v3, generic, apple_m1+fp16.
+    return re.fullmatch(r"[A-Za-z][A-Za-z0-9_.]*([+-][A-Za-z0-9_.]+)*", v.strip()) is not None
 
 
 def _is_seconds(v: str) -> bool:
@@ -56,7 +66,7 @@ VARIABLES: dict[str, tuple[Callable[[str], bool], str]] = {
     "TRITON_MPS_SIM_COUNTERS": (_is_flag, FLAG_VALUES),
     "TRITON_MPS_RACECHECK": (lambda v: v in ("", "0", "1"), "0 or 1"),
     "TRITON_MPS_SIM_INTERLEAVE": (lambda v: v.strip() == "" or v.strip().isdigit(), "a seed (an integer >= 0; 0: off)"),
-    "TRITON_MPS_SIM_THREADS": (_is_count, "a number of worker threads >= 1"),
+    "TRITON_MPS_SIM_THREADS": (_is_threads, f"a number of worker threads from 1 to {MAX_SIM_THREADS}"),
     "TRITON_MPS_PREBUILD": (lambda v: v.strip() == "" or v.strip().isdigit(), "a number of build threads (0: off)"),
     "TRITON_MPS_SIM_STACK_KB": (_is_count, "a fiber stack size in KiB >= 1"),
     "TRITON_MPS_SIM_OPT": (lambda v: v.strip() in ("", "auto", "0", "2"), "auto, 0 or 2"),
@@ -77,7 +87,8 @@ VARIABLES: dict[str, tuple[Callable[[str], bool], str]] = {
     "TRITON_MPS_SIM_CXX": (_any, "a compiler command"),
     "TRITON_MPS_ZIG": (_any, "a zig binary"),
     "TRITON_MPS_SIM_INCLUDE": (_any, "a directory"),
-    "TRITON_MPS_SIM_CPU": (_any, "a CPU name in the compiler's syntax"),
+    "TRITON_MPS_SIM_CPU": (_is_cpu, "a CPU name in the compiler's syntax (x86_64, x86_64_v2, x86_64_v3, "
+                           "x86_64_v4; generic on Arm), optionally with +feature/-feature"),
     "TRITON_MPS_EMU_CHIP": (_any, "a chip name"),
     "TRITON_MPS_CHECK_CACHE": (_any, "a directory (tools/macos_check.py)"),
 }

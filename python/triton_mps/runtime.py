@@ -47,10 +47,15 @@ def get_device(which: str | int | Device | None = None) -> Device:
         if which == "":
             real = _real_metal(all_devices)
             return real[0] if real else all_devices[-1]
+        try:
+            return get_device(which)
+        except _core.Error as e:  # the user set this in the environment, not in code: say so
+            raise type(e)(f"{_DEVICE_ENV}={which!r}: {e}") from None
     if isinstance(which, int) or (isinstance(which, str) and which.isdigit()):
         index = int(which)
         if not 0 <= index < len(all_devices):
-            raise _core.InvalidArgument(f"device index {index} out of range: {len(all_devices)} device(s)")
+            raise _core.InvalidArgument(
+                f"device index {index} out of range: {len(all_devices)} device(s), indices 0 to {len(all_devices) - 1}")
         return all_devices[index]
     kind = str(which).lower()
     if kind in ("sim", "simulator", "cpu"):

@@ -198,7 +198,8 @@ def test_extra_argument(mps_driver, bad):
 
 
 @bad_input("untyped buffer", given="a triton_mps.Buffer (bytes without a dtype) for a pointer argument",
-           raises="triton_mps.InvalidArgument", says="argument 'y' is a triton_mps.Buffer, which has no element type")
+           raises="triton_mps.InvalidArgument",
+           says="kernel 'shifted_copy': argument 'y' is a triton_mps.Buffer, which has no element type")
 def test_untyped_buffer(mps_driver, bad):
     import triton_mps
 

@@ -26,6 +26,7 @@ raises InvalidArgument naming the argument, before anything runs.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -50,16 +51,16 @@ class SpecView:
         return self._address
 
 
-def reject_untyped_buffers(names: list[str], args: tuple, kwargs: dict) -> None:
+def reject_untyped_buffers(kernel: str, names: list[str], args: tuple, kwargs: dict) -> None:
     """A triton_mps.Buffer is bytes without an element type, which a Triton pointer argument
     needs (*fp32, *i64, ...): raise InvalidArgument naming the argument, rather than Triton's
     "failed to specialize" (guessing a type would run the kernel on wrongly typed memory)."""
     for name, value in [*zip(names, args, strict=False), *kwargs.items()]:
         if isinstance(value, _core.Buffer):
             raise _core.InvalidArgument(
-                f"argument '{name}' is a triton_mps.Buffer, which has no element type: pass a typed array over "
-                f"its memory (e.g. buf.bytes_view().view(numpy.float32), no copy) or allocate with "
-                f"triton_mps.empty(shape, dtype)")
+                f"kernel '{kernel}': argument '{name}' is a triton_mps.Buffer, which has no element type: "
+                f"pass a typed array over its memory (e.g. buf.bytes_view().view(numpy.float32), no copy) or "
+                f"allocate with triton_mps.empty(shape, dtype)")
 
 
 def tolerant_specialize(native: Callable) -> Callable:
@@ -92,6 +93,9 @@ def install_jit_hooks() -> None:
     original = jit.create_function_from_signature
 
     def create_function_from_signature(sig, kparams, backend):
+        # Triton's JITFunction.create_binder calls this; its `self` names the kernel for errors.
+        jit_fn = sys._getframe(1).f_locals.get("self")
+        kernel = str(getattr(jit_fn, "__name__", None) or getattr(getattr(jit_fn, "fn", None), "__name__", "?"))
         fast = original(sig, kparams, backend)
         if not isinstance(backend, MPSBackend):
             return fast
@@ -104,7 +108,7 @@ def install_jit_hooks() -> None:
             except TypeError as exc:
                 if "failed to specialize" not in str(exc):
                     raise
-                reject_untyped_buffers(list(sig.parameters), args, kwargs)
+                reject_untyped_buffers(kernel, list(sig.parameters), args, kwargs)
                 bound, specialization, options = slow(*args, **kwargs)
             overrides = kernel_config_overrides()
             if overrides:
