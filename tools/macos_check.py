@@ -347,7 +347,7 @@ def zig_availability_versions(zig: list[str]) -> Path:
     raise AssertionError  # unreachable: fail() exits
 
 
-def availability_prelude(sdk: Sdk, zig_header: Path, build: Path) -> Path:
+def availability_prelude(sdk: Sdk, zig_header: Path, cache: Path) -> Path:
     """A header, included before the TU, that leaves the availability macros of `sdk` only."""
     text = zig_header.read_text(errors="replace")
     newer = []
@@ -369,9 +369,16 @@ def availability_prelude(sdk: Sdk, zig_header: Path, build: Path) -> Path:
              "#undef __MAC_OS_X_VERSION_MAX_ALLOWED", f"#define __MAC_OS_X_VERSION_MAX_ALLOWED {max_allowed}",
              "#undef MAC_OS_X_VERSION_MAX_ALLOWED", f"#define MAC_OS_X_VERSION_MAX_ALLOWED {max_allowed}"]
     lines += [f"#undef {name}" for name in newer]
-    path = build / f"sdk-{sdk.version}" / "availability_prelude.h"
-    path.parent.mkdir(exist_ok=True)
-    path.write_text("\n".join(lines) + "\n")
+    text = "\n".join(lines) + "\n"
+    # A stable path (named by its content) under the cache dir, not the build dir: the path is on
+    # the compile command line, and zig caches a compile by its command line.
+    digest = hashlib.sha256(text.encode()).hexdigest()[:16]
+    path = cache / "sdk-availability" / f"macos{sdk.version}-{digest}.h"
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(text)
+        os.replace(tmp, path)
     return path
 
 
@@ -505,7 +512,7 @@ def main(argv: list[str] | None = None) -> int:
     prelude: dict[str, Path] = {}
     if not args.no_sdk_availability:
         zig_header = zig_availability_versions(zig)
-        prelude = {sdk.version: availability_prelude(sdk, zig_header, build) for sdk in sdks}
+        prelude = {sdk.version: availability_prelude(sdk, zig_header, cache) for sdk in sdks}
 
     # Every TU once; a metal-cpp implementation TU once per SDK (its imports depend on the SDK).
     jobs: list[tuple[Unit, Path, list[str]]] = []

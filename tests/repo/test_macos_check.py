@@ -5,20 +5,25 @@ Slow-ish: a cold run downloads the pinned metal-cpp wheel once (~45 MB, cached u
 aarch64-macos (~1 min on 2 cores); warm reruns take seconds (zig caches objects there too).
 
 Besides the real tree, small TUs prove the check can fail: a wrong metal-cpp method must not
-compile, and a missing or duplicated *_PRIVATE_IMPLEMENTATION must not link.
+compile, a missing or duplicated *_PRIVATE_IMPLEMENTATION must not link, and a symbol an SDK does
+not export must fail that SDK's link (the check links once per SDK in tools/macos_sdk_symbols/).
 """
 
 from __future__ import annotations
 
+import importlib.util
 import subprocess
 import sys
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 CHECK = ROOT / "tools" / "macos_check.py"
 IMPL = ROOT / "csrc" / "metal" / "metal_impl.cpp"
+SDK_LISTS = ROOT / "tools" / "macos_sdk_symbols"
+SDKS = ("14.5", "15.5", "26.0")
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -46,29 +51,108 @@ def write(tmp_path: Path, name: str, text: str) -> str:
     return str(path)
 
 
-def test_tree_compiles_and_links_for_macos():
+def load_extract() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("tmps_extract", SDK_LISTS / "extract.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses resolve annotations through the module
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_tree_compiles_and_links_for_every_sdk():
     r = run_check()
     assert r.returncode == 0, r.stdout + r.stderr
-    assert "linked" in r.stdout
+    for sdk in SDKS:
+        assert f"macOS {sdk} SDK: OK: _core.dylib linked" in r.stdout, r.stdout
     assert "TUs compiled" in r.stdout
 
 
+def test_newest_sdk_macros_for_every_sdk_fail_older_sdks(tmp_path):
+    # The check before per-SDK availability: metal_impl.cpp compiled once with zig's (macOS 26+)
+    # availability macros makes metal-cpp weak-import MTLTensorDomain (macOS 26 SDK only) and
+    # MTLLogStateErrorDomain (15+); a weak import still has to resolve at the static link.
+    r = run_check("--sources", str(IMPL), write(tmp_path, "user.cpp", USER_TU), "--no-sdk-availability")
+    assert r.returncode != 0, r.stdout + r.stderr
+    assert "macOS 14.5 SDK: FAILED: 2 undefined symbol(s): _MTLLogStateErrorDomain _MTLTensorDomain" in r.stderr
+    assert "macOS 15.5 SDK: FAILED: 1 undefined symbol(s): _MTLTensorDomain" in r.stderr
+    assert "macOS 26.0 SDK: OK" in r.stdout
+    assert "link error for the macOS 14.5, 15.5 SDK(s)" in r.stderr
+
+
+def test_symbol_missing_from_an_sdk_fails_that_sdk_only(tmp_path):
+    # A plain (not weak) reference to a constant only the macOS 26 SDK exports.
+    tu = write(tmp_path, "tensor.cpp", """
+extern "C" const void* const MTLTensorDomain;
+extern "C" const void* tmps_check_tensor_domain() { return MTLTensorDomain; }
+""")
+    r = run_check("--sources", tu, "--sdk", "14.5", "--sdk", "26.0")
+    assert r.returncode != 0, r.stdout + r.stderr
+    assert "macOS 14.5 SDK: FAILED: 1 undefined symbol(s): _MTLTensorDomain" in r.stderr
+    assert "macOS 26.0 SDK: OK" in r.stdout
+    assert "15.5" not in r.stdout + r.stderr
+
+
+def test_sdk_symbol_lists():
+    for sdk in SDKS:
+        names = set((SDK_LISTS / sdk / "Metal.txt").read_text().splitlines())
+        assert "# install-name: /System/Library/Frameworks/Metal.framework/Versions/A/Metal" in names
+        assert {"_MTLCreateSystemDefaultDevice", "_MTLCopyAllDevices", "_MTLIOErrorDomain"} <= names
+        assert ("_MTLLogStateErrorDomain" in names) == (sdk != "14.5")
+        assert ("_MTLTensorDomain" in names) == (sdk == "26.0")
+        assert (SDK_LISTS / sdk / "availability.txt").exists()
+
+
+def test_extract_keeps_the_arm64_macos_names_of_a_tbd(tmp_path):
+    extract = load_extract()
+    tbd = """--- !tapi-tbd
+tbd-version:     4
+targets:         [ x86_64-macos, arm64-macos,
+                   arm64e-macos ]
+install-name:    '/usr/lib/libexample.dylib'
+exports:
+  - targets:         [ x86_64-macos ]
+    symbols:         [ _only_x86 ]
+  - targets:         [ x86_64-macos, arm64-macos,
+                       arm64e-macos ]
+    symbols:         [ _a, '$ld$hide$os10.5$_b',
+                       _c ]
+    objc-classes:    [ Thing ]
+    weak-symbols:    [ _w ]
+  - targets:         [ arm64-macos ]
+    thread-local-symbols: [ _tls ]
+...
+"""
+    exports = extract.tbd_exports(tbd)
+    assert exports.install_name == "/usr/lib/libexample.dylib"
+    assert exports.names == {"_a", "$ld$hide$os10.5$_b", "_c", "_w", "_tls"}
+    assert {"_OBJC_CLASS_$_Thing", "_OBJC_METACLASS_$_Thing"} <= extract.tbd_exports(tbd, objc=True).names
+    (tmp_path / "libexample.tbd").write_text(tbd)
+    out = tmp_path / "list.txt"
+    assert extract.main([str(tmp_path / "libexample.tbd"), "--sdk", "1.0", "--source", "test",
+                         "-o", str(out)]) == 0
+    text = out.read_text()
+    assert "# install-name: /usr/lib/libexample.dylib" in text
+    assert [line for line in text.splitlines() if not line.startswith("#")] == sorted(exports.names)
+
+
 def test_metal_tu_with_impl_links(tmp_path):
-    # Control for the negative tests below: the same TU links when the implementation is present.
+    # Control for the negative tests below (which link for one SDK where the SDK does not matter):
+    # the same TU links, for every SDK, when the implementation is present.
     r = run_check("--sources", str(IMPL), write(tmp_path, "user.cpp", USER_TU))
     assert r.returncode == 0, r.stdout + r.stderr
 
 
 def test_wrong_metal_cpp_method_fails_to_compile(tmp_path):
     bad = USER_TU.replace("device->newBuffer(64,", "device->newBufferWithLength(64,")
-    r = run_check("--sources", str(IMPL), write(tmp_path, "bad.cpp", bad))
+    r = run_check("--sources", str(IMPL), write(tmp_path, "bad.cpp", bad), "--sdk", "26.0")
     assert r.returncode != 0
     assert "newBufferWithLength" in r.stderr
     assert "compile error" in r.stderr
 
 
 def test_missing_private_implementation_fails_to_link(tmp_path):
-    r = run_check("--sources", write(tmp_path, "user.cpp", USER_TU))
+    r = run_check("--sources", write(tmp_path, "user.cpp", USER_TU), "--sdk", "26.0")
     assert r.returncode != 0
     assert "undefined symbol" in r.stderr
     assert "link error" in r.stderr
@@ -76,7 +160,7 @@ def test_missing_private_implementation_fails_to_link(tmp_path):
 
 def test_duplicate_private_implementation_fails_to_link(tmp_path):
     second = write(tmp_path, "second_impl.cpp", IMPL.read_text())
-    r = run_check("--sources", str(IMPL), second)
+    r = run_check("--sources", str(IMPL), second, "--sdk", "26.0")
     assert r.returncode != 0
     assert "duplicate symbol" in r.stderr
     assert "link error" in r.stderr
