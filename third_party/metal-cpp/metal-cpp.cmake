@@ -76,6 +76,67 @@ function(_tmps_fetch_metal_cpp out_dir)
   set(${out_dir} "${include_dir}" PARENT_SCOPE)
 endfunction()
 
+# The macOS SDK this build compiles and links against (xcrun, as MLX reads it; CMAKE_OSX_SYSROOT when
+# set). The pinned metal-cpp (macOS 26) declares its constants (MTLTensorDomain, ...) as weak imports
+# only when the SDK's AvailabilityVersions.h defines __MAC_26_0, i.e. with the macOS 26 SDK, whose
+# Metal.tbd exports them all; with an older SDK it looks them up with dlsym when the module loads and
+# the link needs none of them. tools/macos_check.py compiles and links the same way once per SDK in
+# tools/macos_sdk_symbols/ (14.5, 15.5, 26.0); an SDK older than all of those is not checked.
+function(_tmps_macos_sdk_version out)
+  set(sdk macosx)
+  if(CMAKE_OSX_SYSROOT)
+    set(sdk "${CMAKE_OSX_SYSROOT}")
+  endif()
+  execute_process(COMMAND xcrun --sdk "${sdk}" --show-sdk-version
+                  OUTPUT_VARIABLE version OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET RESULT_VARIABLE rc)
+  if((NOT rc EQUAL 0 OR NOT version MATCHES "^[0-9]+(\\.[0-9]+)*$")
+     AND EXISTS "${CMAKE_OSX_SYSROOT}/SDKSettings.json")
+    # An SDK path xcrun does not take: its SDKSettings.json names the version.
+    file(READ "${CMAKE_OSX_SYSROOT}/SDKSettings.json" settings)
+    string(REGEX MATCH "\"Version\" *: *\"([0-9.]+)\"" unused "${settings}")
+    set(version "${CMAKE_MATCH_1}")
+  endif()
+  if(NOT version MATCHES "^[0-9]+(\\.[0-9]+)*$")
+    set(version "")
+  endif()
+  set(${out} "${version}" PARENT_SCOPE)
+endfunction()
+
+function(_tmps_report_macos_sdk)
+  _tmps_macos_sdk_version(sdk)
+  set(TMPS_MACOS_SDK_VERSION "${sdk}" CACHE INTERNAL "macOS SDK version the build uses")
+  file(GLOB specs "${CMAKE_CURRENT_FUNCTION_LIST_DIR}/../../tools/macos_sdk_symbols/*/availability.txt")
+  set(checked "")
+  foreach(spec IN LISTS specs)
+    get_filename_component(dir "${spec}" DIRECTORY)
+    get_filename_component(version "${dir}" NAME)
+    list(APPEND checked "${version}")
+  endforeach()
+  list(SORT checked COMPARE NATURAL)
+  string(REPLACE ";" ", " checked_text "${checked}")
+  if(NOT sdk)
+    message(WARNING "metal-cpp: could not read the macOS SDK version (xcrun --show-sdk-version); "
+                    "the link is checked for the macOS ${checked_text} SDKs (tools/macos_check.py)")
+    return()
+  endif()
+  if(METAL_CPP_DIR)
+    set(how "METAL_CPP_DIR: run tools/macos_check.py --metal-cpp-dir to check it for the macOS ${checked_text} SDKs")
+  elseif(sdk VERSION_GREATER_EQUAL 26.0)
+    set(how "its constants are weak imports, all exported by this SDK")
+  else()
+    set(how "its constants are looked up with dlsym at load time (SDK older than 26)")
+  endif()
+  message(STATUS "metal-cpp: macOS SDK ${sdk}: ${how}")
+  if(checked)
+    list(GET checked 0 oldest)
+    if(sdk VERSION_LESS oldest)
+      message(WARNING "metal-cpp: the macOS ${sdk} SDK is older than every SDK the link is checked "
+                      "against (${checked_text}); use Xcode 15.4 or later (or its Command Line Tools)")
+    endif()
+  endif()
+endfunction()
+_tmps_report_macos_sdk()
+
 if(METAL_CPP_DIR)
   set(_tmps_metal_cpp_include "${METAL_CPP_DIR}")
 else()
