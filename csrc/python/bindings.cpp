@@ -149,23 +149,8 @@ Arg to_arg(nb::handle obj, const ParamInfo* param, const std::string& kernel) {
   return a;
 }
 
-}  // namespace
-}  // namespace tmps
-
-NB_MODULE(_core, m) {
-  using namespace tmps;
-  m.doc() = "triton-mps native core: devices, buffer pool, pipeline cache, launcher, simulator";
-
-  // Exceptions: one Python class per core error type, all under triton_mps.Error (exceptions.cpp).
-  define_exception_classes(m);
-  nb::register_exception_translator([](const std::exception_ptr& p, void*) {
-    try {
-      std::rethrow_exception(p);
-    } catch (const Error&) {
-      set_python_error_from_current();
-    }  // anything else: nanobind's own translation
-  });
-
+// triton_mps.Buffer, Pipeline and Timing: views of the core objects a device hands out.
+void bind_buffers_and_pipelines(nb::module_& m) {
   nb::class_<BufferRef>(m, "Buffer")
       .def_prop_ro("nbytes", [](const BufferRef& b) { return b.nbytes; })
       .def_prop_ro("offset", [](const BufferRef& b) { return b.offset; })
@@ -229,6 +214,10 @@ NB_MODULE(_core, m) {
         return d;
       });
 
+}
+
+// triton_mps.Device (a DeviceContext: allocator, pipelines, stream) and the device list.
+void bind_device(nb::module_& m) {
   nb::class_<DeviceContext>(m, "Device")
       .def_prop_ro("info", [](const DeviceContext& c) { return info_dict(c.device->info()); })
       .def_prop_ro("name", [](const DeviceContext& c) { return c.device->info().name; })
@@ -392,6 +381,10 @@ NB_MODULE(_core, m) {
     for (auto& c : contexts()) out.append(nb::cast(c));
     return out;
   }, "Every device: Metal devices first (macOS), then the simulator.");
+}
+
+// The simulator: its shim, toolchain and per-dispatch counters.
+void bind_simulator(nb::module_& m) {
   m.def("set_sim_shim_dir", &sim::set_shim_dir, "path"_a);
   m.def("sim_shim_dir", &sim::shim_dir);
   m.def("sim_toolchain", [] {
@@ -445,6 +438,27 @@ NB_MODULE(_core, m) {
     d["buffers"] = buffers;
     return d;
   });
+}
+}  // namespace
+}  // namespace tmps
+
+NB_MODULE(_core, m) {
+  using namespace tmps;
+  m.doc() = "triton-mps native core: devices, buffer pool, pipeline cache, launcher, simulator";
+
+  // Exceptions: one Python class per core error type, all under triton_mps.Error (exceptions.cpp).
+  define_exception_classes(m);
+  nb::register_exception_translator([](const std::exception_ptr& p, void*) {
+    try {
+      std::rethrow_exception(p);
+    } catch (const Error&) {
+      set_python_error_from_current();
+    }  // anything else: nanobind's own translation
+  });
+
+  bind_buffers_and_pipelines(m);
+  bind_device(m);
+  bind_simulator(m);
   m.def("cache_dir", &cache_dir);
   m.def("pool_size_class", &pool_size_class, "nbytes"_a);
   bind_triton_launcher(m);
