@@ -4,6 +4,7 @@
 #include <Metal/Metal.hpp>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdlib>
@@ -201,18 +202,29 @@ class EmuArchiveDescriptor : public EmuObject {
   std::string path;
 };
 
+// TRITON_MPS_EMU_COMPILE_MS (read at every compile, default 0): how long a compile takes, a
+// stand-in for Metal's compiler, so tests can tell compiles that overlap from ones that queue.
+void compile_delay() {
+  const char* v = std::getenv("TRITON_MPS_EMU_COMPILE_MS");
+  const long ms = v && *v ? std::strtol(v, nullptr, 10) : 0;
+  if (ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+}
+
 class EmuArchive : public EmuObject {
  public:
   explicit EmuArchive(std::set<std::string> keys)
       : EmuObject(emu_class_named("MTLEmuBinaryArchive")), keys_(std::move(keys)) {}
   bool add_functions(const void* desc, void* error) {
     auto* d = as_required<EmuPipelineDescriptor>(desc, "addComputePipelineFunctionsWithDescriptor: descriptor");
+    Use use(*this, true, "addComputePipelineFunctionsWithDescriptor:");
     count(&EmuCounters::archive_compiles);  // Metal compiles the function into the archive
+    compile_delay();
     std::lock_guard<std::mutex> lock(mu_);
     keys_.insert(d->key());
     return true;
   }
   bool serialize(const void* url, void* error) {
+    Use use(*this, true, "serializeToURL:");
     count(&EmuCounters::archive_serializations);
     std::ofstream out(url_path(url), std::ios::trunc);
     out << "tmps-emu-archive-v1\n";
@@ -225,14 +237,46 @@ class EmuArchive : public EmuObject {
     }
     return true;
   }
+  // A pipeline lookup reading the archive (newComputePipelineStateWithDescriptor: with it in
+  // binaryArchives).
   bool contains(const std::string& key) {
+    Use use(*this, false, "newComputePipelineStateWithDescriptor: (binaryArchives)");
     std::lock_guard<std::mutex> lock(mu_);
     return keys_.count(key) != 0;
   }
 
  private:
+  // MTLBinaryArchive is not documented thread-safe (RULES.md): an addition or a serialization
+  // while another thread uses the same archive is a violation; lookups may overlap each other.
+  class Use {
+   public:
+    Use(EmuArchive& a, bool writes, const char* call) : a_(a), writes_(writes) {
+      const int writers = writes ? a.writers_.fetch_add(1) : a.writers_.load();
+      const int readers = writes ? a.readers_.load() : a.readers_.fetch_add(1);
+      if (writers || (writes && readers)) {
+        release();
+        violation(std::string("MTLBinaryArchive ") + call + " while another thread " +
+                  (writers ? "adds to or serializes" : "looks pipelines up in") +
+                  " the same archive (MTLBinaryArchive is not documented thread-safe)");
+      }
+    }
+    ~Use() { release(); }
+
+   private:
+    void release() {
+      if (done_) return;
+      done_ = true;
+      (writes_ ? a_.writers_ : a_.readers_).fetch_sub(1);
+    }
+    EmuArchive& a_;
+    bool writes_;
+    bool done_ = false;
+  };
+
   std::mutex mu_;
   std::set<std::string> keys_;
+  std::atomic<int> writers_{0};
+  std::atomic<int> readers_{0};
 };
 
 // --- counters ---------------------------------------------------------------------------------
@@ -977,6 +1021,7 @@ class EmuDevice : public EmuObject {
       set_error(error, "maxTotalThreadsPerThreadgroup " + std::to_string(d->max_threads) + " exceeds 1024");
       return nullptr;
     }
+    if (!in_archive) compile_delay();  // Metal compiles; a pipeline from an archive is loaded
     std::shared_ptr<Pipeline> sim;
     try {
       EmuLibrary* lib = d->function->library();
