@@ -103,7 +103,7 @@ struct TorchMpsApi {
   void (*dispatch_sync_f)(void* queue, void* context, void (*work)(void*)) = nullptr;
   // Optional (ATen internals, exported by libtorch_cpu): at::mps::getDefaultMPSStream() and
   // MPSStream::endKernelCoalescing() (a non-virtual member: `this` comes first). PyTorch's ops
-  // leave a compute encoder open on the command buffer; torch < 2.10's get_command_buffer does
+  // leave a compute encoder open on the command buffer; torch < 2.9's get_command_buffer does
   // not end it. Without these the stream ends it with commit() (which ends it too, then commits).
   void* (*get_default_stream)() = nullptr;
   void (*end_kernel_coalescing)(void* stream) = nullptr;

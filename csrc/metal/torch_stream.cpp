@@ -8,9 +8,10 @@
 //   });
 //
 // Since torch 2.1 native ops (torch.sin, indexing, ...) encode into one compute encoder that
-// MPSStream keeps open across ops; get_command_buffer() ends it only from torch 2.10 on (PyTorch
-// PR #164093). A second encoder on that command buffer is Metal's assertion "A command encoder
-// is already encoding to this command buffer" (an abort). So the encoder is always ended first,
+// MPSStream keeps open across ops; get_command_buffer() ends it only from torch 2.9 on (PyTorch
+// PR #164093: 2.9.0's MPSHooks::getCommandBuffer calls endKernelCoalescing, 2.8.0's does not). A
+// second encoder on that command buffer is Metal's assertion "A command encoder is already
+// encoding to this command buffer" (an abort). So the encoder is always ended first,
 // on the queue: with MPSStream::endKernelCoalescing() when libtorch exports it (every torch we
 // accept does), else with torch::mps::commit() (which ends it too, then commits). No torch
 // version has to be detected: ending an encoder that is not open does nothing.

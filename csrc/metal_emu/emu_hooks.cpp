@@ -76,7 +76,7 @@ thread_local bool t_on_queue = false;  // this thread runs a block on the fake s
 struct FakeTorch {
   std::mutex queue;  // the serial dispatch queue (one block at a time)
   std::mutex mu;     // the state below
-  int minor = 9;     // torch 2.<minor>: from 10 on get_command_buffer ends the coalesced encoder
+  int minor = 8;     // torch 2.<minor>: from 9 on get_command_buffer ends the coalesced encoder
   MTL::CommandQueue* command_queue = nullptr;  // +1, lives forever
   MTL::ComputePipelineState* axpb = nullptr;   // +1, built on first use
   MTL::CommandBuffer* current = nullptr;       // +1: the command buffer being recorded
@@ -167,7 +167,7 @@ void* fake_get_command_buffer() {
   FakeTorch& t = fake_torch();
   std::lock_guard<std::mutex> lock(t.mu);
   t.events.push_back("get_command_buffer");
-  if (t.minor >= 10) t.end_coalescing_locked();  // PR #164093, first in torch 2.10
+  if (t.minor >= 9) t.end_coalescing_locked();  // MPSHooks::getCommandBuffer from torch 2.9.0 on
   return t.current_locked();
 }
 

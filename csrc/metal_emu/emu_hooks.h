@@ -38,7 +38,7 @@ std::string hook_threading_check(const std::string& name);
 // encoder native ops leave open (kernel coalescing), a serial "queue", and a record of the calls
 // ("queue", "get_command_buffer", "endKernelCoalescing", "commit", "synchronize", "op <label>").
 TorchMpsApi hook_fake_torch_api();
-// Behave as torch 2.<minor>: from 10 on get_command_buffer ends the open encoder (default 9).
+// Behave as torch 2.<minor>: from 9 on get_command_buffer ends the open encoder (default 8).
 void hook_fake_torch_set_version(int minor);
 std::vector<std::string> hook_fake_torch_events(bool clear);
 // A native PyTorch op, on its queue, into the coalesced encoder (left open): with a buffer,

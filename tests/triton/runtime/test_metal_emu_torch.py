@@ -249,20 +249,21 @@ def test_runtime_api_mps_launch_without_torchs_stream_synchronizes_torch_first(e
     np.testing.assert_array_equal(y.read(), values + 1)
 
 
-@pytest.fixture(params=[9, 10], ids=["torch2.9", "torch2.10"])
+@pytest.fixture(params=[8, 9], ids=["torch2.8", "torch2.9"])
 def torch_version(request):
-    """The fake PyTorch behaves as torch 2.9 (get_command_buffer leaves the coalesced encoder open)
-    or 2.10 (it ends it, PyTorch PR #164093)."""
+    """The fake PyTorch behaves as torch 2.8 (get_command_buffer leaves the coalesced encoder open)
+    or 2.9 and later (it ends it: MPSHooks::getCommandBuffer in the 2.9.0 macOS wheel, PyTorch PR
+    #164093)."""
     _core.emu_clear_violations()
     _core.emu_fake_torch_set_version(request.param)
     yield request.param
-    _core.emu_fake_torch_set_version(9)
+    _core.emu_fake_torch_set_version(8)
     _core.emu_clear_violations()
 
 
 def test_launch_after_a_torch_op_that_left_its_encoder_open(fake_torch_stream, torch_version, rng):
     # Issue 18 item 1: a native op (torch.sin, indexing) leaves PyTorch's compute encoder open;
-    # before torch 2.10 get_command_buffer does not end it, and a second encoder aborts on a Mac.
+    # before torch 2.9 get_command_buffer does not end it, and a second encoder aborts on a Mac.
     # get_command_buffer must also be called on PyTorch's queue (both versions).
     run, dev = fake_torch_stream
     values = rng.standard_normal(1000).astype(np.float32)
@@ -303,7 +304,7 @@ print("ok")
 """
 
 
-@pytest.mark.parametrize("minor", [9, 10], ids=["torch2.9", "torch2.10"])
+@pytest.mark.parametrize("minor", [8, 9], ids=["torch2.8", "torch2.9"])
 def test_torch_op_launch_synchronize_read(minor):
     # Issue 18 items 1 and 2: torch.sin(x), a launch on the same tensor, torch.mps.synchronize(),
     # a read. The synchronize waits for the command buffer holding the GIL, and Metal's wait
@@ -331,7 +332,7 @@ def test_without_aten_symbols_commit_ends_torchs_encoder(fake_torch_stream, rng)
     _core.emu_attach_fake_torch(dev, aten_symbols=False)
     values = rng.standard_normal(300).astype(np.float32)
     x, y = FakeMpsTensor(values), FakeMpsTensor(np.full(300, np.nan, np.float32))
-    _core.emu_fake_torch_op("x+5", x._handle, 0, 300, 1.0, 5.0)  # torch 2.9: encoder left open
+    _core.emu_fake_torch_op("x+5", x._handle, 0, 300, 1.0, 5.0)  # torch 2.8: encoder left open
     run(300, x, y, 300)
     assert _core.emu_fake_torch_events() == ["op x+5", "queue", "commit", "get_command_buffer"]
     dev.synchronize()
