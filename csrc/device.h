@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "errors.h"
+#include "metal_limits.h"
 
 namespace tmps {
 
@@ -22,12 +23,12 @@ struct DeviceInfo {
   uint64_t registry_id = 0;             // IORegistry id on macOS; 0 for the simulator
   std::string gpu_family;               // "apple7" .. "apple10"; the simulator reports "apple9"
   int generation = 0;                   // 1 for M1 (apple7) ... 5 for M5 (apple10)
-  uint32_t max_threads_per_threadgroup = 1024;
-  uint32_t max_threadgroup_memory = 32768;  // bytes
+  uint32_t max_threads_per_threadgroup = limits::kMaxThreadsPerThreadgroup;
+  uint32_t max_threadgroup_memory = limits::kMaxThreadgroupMemory;  // bytes
   uint64_t recommended_working_set = 0;     // bytes
   bool unified_memory = true;
-  uint32_t simd_width = 32;
-  uint32_t max_buffer_bindings = 31;
+  uint32_t simd_width = limits::kSimdWidth;
+  uint32_t max_buffer_bindings = limits::kMaxBufferBindings;
   uint64_t max_buffer_length = 0;
   bool is_simulator = false;
   bool is_emulated = false;          // the Metal backend on the emulated Metal runtime (Linux, csrc/metal_emu/)

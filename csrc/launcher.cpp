@@ -3,6 +3,7 @@
 // lazily. All checks run before anything is encoded, so a rejected launch leaves no trace.
 #include "launcher.h"
 
+#include "metal_limits.h"
 #include "scalar_types.h"
 
 #include <algorithm>
@@ -12,11 +13,11 @@ namespace tmps {
 
 namespace {
 
-// Metal's fixed limits (platform-facts section 3); the device and pipeline may be lower.
-constexpr uint64_t kMaxThreadsPerGroup = 1024;
-constexpr uint64_t kMaxThreadgroupMemory = 32768;
-constexpr uint32_t kMaxBufferBindings = 31;
-constexpr uint32_t kThreadgroupMemoryGranule = 16;  // Metal wants lengths in multiples of 16
+// Metal's fixed limits (metal_limits.h); the device and pipeline may be lower.
+constexpr uint64_t kMaxThreadsPerGroup = limits::kMaxThreadsPerThreadgroup;
+constexpr uint64_t kMaxThreadgroupMemory = limits::kMaxThreadgroupMemory;
+constexpr uint32_t kMaxBufferBindings = limits::kMaxBufferBindings;
+constexpr uint32_t kThreadgroupMemoryGranule = limits::kThreadgroupMemoryGranule;
 
 std::string kernel_of(const Pipeline& p) { return "kernel '" + p.name() + "'"; }
 

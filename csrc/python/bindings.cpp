@@ -460,6 +460,16 @@ NB_MODULE(_core, m) {
   bind_device(m);
   bind_simulator(m);
   m.def("cache_dir", &cache_dir);
+  m.def("metal_limits", [] {  // mirrored by python/triton_mps/metal_limits.py
+    nb::dict d;
+    d["max_threads_per_threadgroup"] = limits::kMaxThreadsPerThreadgroup;
+    d["max_threadgroup_memory"] = limits::kMaxThreadgroupMemory;
+    d["threadgroup_memory_granule"] = limits::kThreadgroupMemoryGranule;
+    d["max_buffer_bindings"] = limits::kMaxBufferBindings;
+    d["simd_width"] = limits::kSimdWidth;
+    d["max_set_bytes"] = limits::kMaxSetBytes;
+    return d;
+  }, "Metal's fixed limits (csrc/metal_limits.h).");
   m.def("pool_size_class", &pool_size_class, "nbytes"_a);
   bind_triton_launcher(m);
   bind_test_hooks(m);

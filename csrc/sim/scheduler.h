@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "include/tmps_sim_abi.h"
+#include "metal_limits.h"
 
 namespace tmps::sim {
 
@@ -26,9 +27,11 @@ class SourceOrigins;  // memcheck.h
 // The runtime services table every kernel library's `tmps_sim_rt` must point to.
 const tmps_sim_runtime* runtime();
 
-// Metal's limits, as the simulator enforces them.
-constexpr uint32_t kMaxThreadsPerThreadgroup = 1024;
-constexpr uint64_t kMaxThreadgroupMemory = 32768;
+// Metal's limits (metal_limits.h), as the simulator enforces them.
+constexpr uint32_t kMaxThreadsPerThreadgroup = limits::kMaxThreadsPerThreadgroup;
+constexpr uint64_t kMaxThreadgroupMemory = limits::kMaxThreadgroupMemory;
+static_assert(TMPS_SIM_MAX_BUFFERS == limits::kMaxBufferBindings && TMPS_SIM_SIMD_WIDTH == limits::kSimdWidth,
+              "the kernel ABI (tmps_sim_abi.h, plain C for kernels) states Metal's limits again");
 
 struct LaunchSpec {
   const tmps_sim_kernel* kernel = nullptr;

@@ -63,10 +63,12 @@ from triton._C.libtriton import ir, passes
 from triton.backends.compiler import BaseBackend, GPUTarget, Language
 from triton.runtime.errors import OutOfResources
 
+from .. import metal_limits
+
 log = logging.getLogger("triton_mps")
 
 DEBUG_ENV = ("TRITON_MPS_DEBUG", "TRITON_METAL_DEBUG")
-THREADS_PER_SIMDGROUP = 32  # Metal's SIMD width on Apple GPUs: Triton's "warp"
+THREADS_PER_SIMDGROUP = metal_limits.SIMD_WIDTH  # Metal's SIMD width on Apple GPUs: Triton's "warp"
 
 
 def debug_enabled() -> bool:
@@ -75,7 +77,7 @@ def debug_enabled() -> bool:
     return any([flag(v, False) for v in DEBUG_ENV])  # each checked: a bad value is an error
 
 
-MAX_THREADS_PER_THREADGROUP = 1024  # every Apple GPU family
+MAX_THREADS_PER_THREADGROUP = metal_limits.MAX_THREADS_PER_THREADGROUP  # every Apple GPU family
 
 
 class TooManyThreads(OutOfResources, ValueError):

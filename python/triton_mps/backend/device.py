@@ -18,6 +18,7 @@ from typing import Any
 
 from triton.runtime.errors import OutOfResources
 
+from .. import metal_limits
 from .._core import LimitExceeded
 from ..chips import bus_width_bits, chip_of
 from . import prebuild
@@ -100,7 +101,7 @@ def _device_properties(device: int) -> dict:
         clock_khz = 1_400_000  # Apple GPU cores run at ~1.3-1.6 GHz
         bus_width = bus_width_bits(info["name"])
     return {
-        "max_shared_mem": int(info["max_threadgroup_memory"] or 32768),
+        "max_shared_mem": int(info["max_threadgroup_memory"] or metal_limits.MAX_THREADGROUP_MEMORY),
         "multiprocessor_count": int(cores),
         "max_num_regs": MAX_NUM_REGS,
         "warpSize": int(info["simd_width"] or 32),

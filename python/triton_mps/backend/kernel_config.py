@@ -26,6 +26,7 @@ import threading
 import warnings
 from typing import Any
 
+from .. import metal_limits
 from .device import _device, _index
 
 KERNEL_CONFIG_KEYS = ("num_warps", "num_stages", "max_threads", "shared_memory")
@@ -47,9 +48,10 @@ def current_device_index() -> int:
 def device_limits(device: Any = None) -> dict[str, int]:
     info = _device(device).info
     return {
-        "max_threads_per_threadgroup": int(info["max_threads_per_threadgroup"] or 1024),
-        "max_threadgroup_memory": int(info["max_threadgroup_memory"] or 32768),
-        "simd_width": int(info["simd_width"] or 32),
+        "max_threads_per_threadgroup": int(
+            info["max_threads_per_threadgroup"] or metal_limits.MAX_THREADS_PER_THREADGROUP),
+        "max_threadgroup_memory": int(info["max_threadgroup_memory"] or metal_limits.MAX_THREADGROUP_MEMORY),
+        "simd_width": int(info["simd_width"] or metal_limits.SIMD_WIDTH),
     }
 
 
