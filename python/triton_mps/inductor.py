@@ -15,9 +15,22 @@ What `enable()` switches, per device type:
   (`TRITON_BACKEND=mps`, set by `enable()` if unset) before `import triton` in each process:
   see backend/inductor_cpu.py.
 
-Nothing here patches torch: these are Inductor's own registration APIs
-(`register_backend_for_device`, `register_interface_for_device`,
-`register_device_op_overrides`).
+These are Inductor's own registration APIs (`register_backend_for_device`,
+`register_interface_for_device`, `register_device_op_overrides`), plus one answer corrected:
+- Inductor's `get_current_backend()` (torch/_inductor/utils.py, torch 2.13) answers "mps" for
+  device type `mps` whatever scheduling is registered, and code generation keys on it:
+  `upcast_compute_type()` computes fp16/bf16 in float32 only when it answers "triton" (while
+  loads are upcast anyway, `config.triton.codegen_upcast_to_fp32`), so a looped reduction got an
+  fp16 accumulator re-assigned fp32 values, which Triton rejects ("Loop-carried variable _tmp2
+  has initial type fp16 but is re-assigned to fp32"); `runtime_triton_nan_asserts` and the
+  runtime dtype/shape asserts of `config.test_configs` were silently off, and `masked`'s result
+  dtype came from the wrong rule. While `mps` is enabled, `get_current_backend` answers
+  "triton" for device type `mps` as long as Triton code generation is registered for it (every
+  other device type: Inductor's own answer; no other function or config is changed), in the two
+  modules that consult it for `mps`: `torch._inductor.utils` (the upcasts) and
+  `torch._inductor.codegen.common` (the asserts, `masked`). Inductor's other callers
+  (`scheduler.py`, `kernel/mm_common.py`) ask only for `cuda`/`xpu`. `disable()` puts
+  Inductor's function back.
 """
 
 from __future__ import annotations
@@ -99,6 +112,47 @@ def _mps_op_overrides() -> Any:
     return TritonMPSDeviceOpOverrides()
 
 
+# The modules whose `get_current_backend` global decides something for device type `mps`.
+_BACKEND_QUERY_MODULES = ("torch._inductor.utils", "torch._inductor.codegen.common")
+
+
+def _mps_backend_answer(original: Any) -> Any:
+    """Inductor's `get_current_backend`, answering "triton" for device type `mps` while Triton
+    code generation is what is registered for it (as Inductor's `ir.is_triton` decides)."""
+    from torch._inductor.codegen.common import get_scheduling_for_device
+    from torch._inductor.codegen.triton import TritonScheduling
+
+    def get_current_backend(device_type: str | None = None) -> str:
+        backend = original(device_type)
+        if backend == "mps":
+            scheduling = get_scheduling_for_device("mps")
+            if isinstance(scheduling, type) and issubclass(scheduling, TritonScheduling):
+                return "triton"
+        return backend
+
+    get_current_backend.__wrapped__ = original  # type: ignore[attr-defined]
+    return get_current_backend
+
+
+def _patch_backend_answer() -> None:
+    import importlib
+
+    saved: dict[str, Any] = {}
+    for name in _BACKEND_QUERY_MODULES:
+        module = importlib.import_module(name)
+        original = module.get_current_backend
+        saved[name] = original
+        module.get_current_backend = _mps_backend_answer(original)
+    _saved["get_current_backend"] = saved
+
+
+def _unpatch_backend_answer() -> None:
+    import importlib
+
+    for name, original in _saved.pop("get_current_backend", {}).items():
+        importlib.import_module(name).get_current_backend = original
+
+
 def _register_mps() -> None:
     from torch._dynamo import device_interface as di
     from torch._inductor.codegen import common
@@ -113,6 +167,7 @@ def _register_mps() -> None:
     common.register_backend_for_device("mps", TritonScheduling, PythonWrapperCodegen)
     di.register_interface_for_device("mps", _mps_interface())
     common.register_device_op_overrides("mps", _mps_op_overrides())
+    _patch_backend_answer()
 
 
 def _restore_mps() -> None:
@@ -131,6 +186,7 @@ def _restore_mps() -> None:
         di.register_interface_for_device("mps", interface)
     overrides = _saved.pop("mps_op_overrides")
     common.register_device_op_overrides("mps", overrides)
+    _unpatch_backend_answer()
 
 
 def enable(mps: bool | None = None) -> None:
