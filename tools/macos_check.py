@@ -554,9 +554,10 @@ def main(argv: list[str] | None = None) -> int:
         fail(f"{len(failures)} of {len(jobs)} compiles failed")
 
     # Link once per SDK: that SDK's framework lists + generated C++-runtime/Python stubs.
+    frameworks = {sdk.version: sdk_tbds(sdk, build) for sdk in sdks}
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
         futures = [pool.submit(link_for_sdk, zig, env, build, sdk, [*shared, *per_sdk[sdk.version]],
-                               units, with_python, bool(missing)) for sdk in sdks]
+                               frameworks[sdk.version], units, with_python, bool(missing)) for sdk in sdks]
         results = [fut.result() for fut in futures]
     failed = [r for r in results if not r.ok]
     for r in results:
@@ -587,10 +588,12 @@ class LinkResult:
 
 
 def link_for_sdk(zig: list[str], env: dict, build: Path, sdk: Sdk, objects: list[Path],
-                 units: list[Unit], with_python: bool, sources_missing: bool) -> LinkResult:
+                 frameworks: tuple[list[Path], list[str]], units: list[Unit], with_python: bool,
+                 sources_missing: bool) -> LinkResult:
+    """Link the objects for one SDK: its framework .tbds (from sdk_tbds) + generated stubs."""
     out = build / f"sdk-{sdk.version}"
     out.mkdir(exist_ok=True)
-    tbds, stubbed = sdk_tbds(sdk, build)
+    tbds, stubbed = list(frameworks[0]), frameworks[1]
     undefined, defined = set(), set()
     for o in objects:
         u, d = macho_symbols(o)
