@@ -51,8 +51,8 @@ def write(tmp_path: Path, name: str, text: str) -> str:
     return str(path)
 
 
-def load_extract() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("tmps_extract", SDK_LISTS / "extract.py")
+def load_module(name: str, path: Path) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(name, path)
     assert spec and spec.loader
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # dataclasses resolve annotations through the module
@@ -103,8 +103,27 @@ def test_sdk_symbol_lists():
         assert (SDK_LISTS / sdk / "availability.txt").exists()
 
 
+def test_availability_prelude_leaves_each_sdk_its_own_macros(tmp_path):
+    check = load_module("tmps_macos_check", CHECK)
+    header = check.zig_availability_versions(check.zig_command())
+    sdks = {sdk.version: sdk for sdk in check.available_sdks()}
+    assert set(SDKS) <= set(sdks)
+    removed = {}
+    for version in SDKS:
+        text = check.availability_prelude(sdks[version], header, tmp_path).read_text()
+        removed[version] = {line.split()[1] for line in text.splitlines() if line.startswith("#undef")}
+    assert {"__MAC_15_0", "__MAC_26_0", "__IPHONE_18_0", "__IPHONE_26_0", "__TVOS_26_0",
+            "MAC_OS_VERSION_15_0"} <= removed["14.5"]
+    assert not {"__MAC_14_5", "__IPHONE_17_5", "MAC_OS_VERSION_14_5"} & removed["14.5"]
+    assert {"__MAC_15_6", "__MAC_26_0", "__IPHONE_26_0", "__TVOS_26_0"} <= removed["15.5"]
+    assert not {"__MAC_15_5", "__IPHONE_18_5"} & removed["15.5"]
+    assert not {"__MAC_26_0", "__IPHONE_26_0", "__TVOS_26_0"} & removed["26.0"]
+    assert "#define __MAC_OS_X_VERSION_MAX_ALLOWED 140500" in (
+        check.availability_prelude(sdks["14.5"], header, tmp_path).read_text())
+
+
 def test_extract_keeps_the_arm64_macos_names_of_a_tbd(tmp_path):
-    extract = load_extract()
+    extract = load_module("tmps_extract", SDK_LISTS / "extract.py")
     tbd = """--- !tapi-tbd
 tbd-version:     4
 targets:         [ x86_64-macos, arm64-macos,
