@@ -23,7 +23,7 @@
 //
 // Implementations: the PyTorch MPS stream (csrc/metal/torch_stream.cpp, resolved from the
 // loaded torch library at run time) and, for tests, RecordingForeignStream (any device; it
-// records the encode/commit/synchronize sequence).
+// records the encode/commit/synchronize sequence: csrc/python/test_bindings.cpp).
 #pragma once
 
 #include <deque>
@@ -127,31 +127,5 @@ TorchMpsApi resolve_torch_mps_api(const std::string& library, std::string* error
 // PyTorch's MPS stream on a Metal device (csrc/metal/torch_stream.cpp); null on builds without
 // Metal or for a device that is not a Metal device.
 std::shared_ptr<ForeignStream> make_torch_mps_stream(const std::shared_ptr<Device>& device, const TorchMpsApi& api);
-
-// A foreign stream for tests, on any device: the "owner's command buffer" is a batch of that
-// device, committed when the owner commits. Records "encode <kernel>", "commit",
-// "synchronize" and the owner's own work ("owner <label>", see owner_op) in order.
-class RecordingForeignStream : public ForeignStream {
- public:
-  explicit RecordingForeignStream(std::shared_ptr<Device> device);
-  ~RecordingForeignStream() override;
-  const std::string& name() const override { return name_; }
-  void encode(const Dispatch& d, std::shared_ptr<DispatchTiming> timing) override;
-  void commit() override;
-  void synchronize() override;
-  // Stand-in for work the owner itself issues (a PyTorch op): only recorded.
-  void owner_op(const std::string& label);
-  std::vector<std::string> events() const;
-  void clear_events();
-
- private:
-  std::shared_ptr<Device> device_;
-  std::string name_ = "recording";
-  mutable std::mutex mu_;
-  std::unique_ptr<Batch> open_;
-  std::deque<std::unique_ptr<Batch>> in_flight_;
-  std::vector<std::string> events_;
-  void commit_locked();
-};
 
 }  // namespace tmps

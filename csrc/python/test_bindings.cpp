@@ -9,8 +9,11 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
+#include <deque>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <vector>
 
 #ifdef TMPS_HAVE_METAL_EMU
 #include "metal_emu/emu_hooks.h"
@@ -22,6 +25,104 @@ namespace nb = nanobind;
 using namespace nb::literals;
 
 namespace tmps {
+
+namespace {
+
+// A foreign stream for tests, on any device: the "owner's command buffer" is a batch of that
+// device, committed when the owner commits. Records "encode <kernel>", "commit",
+// "synchronize" and the owner's own work ("owner <label>", see owner_op) in order.
+class RecordingForeignStream : public ForeignStream {
+ public:
+  explicit RecordingForeignStream(std::shared_ptr<Device> device);
+  ~RecordingForeignStream() override;
+  const std::string& name() const override { return name_; }
+  void encode(const Dispatch& d, std::shared_ptr<DispatchTiming> timing) override;
+  void commit() override;
+  void synchronize() override;
+  // Stand-in for work the owner itself issues (a PyTorch op): only recorded.
+  void owner_op(const std::string& label);
+  std::vector<std::string> events() const;
+  void clear_events();
+
+ private:
+  std::shared_ptr<Device> device_;
+  std::string name_ = "recording";
+  mutable std::mutex mu_;
+  std::unique_ptr<Batch> open_;
+  std::deque<std::unique_ptr<Batch>> in_flight_;
+  std::vector<std::string> events_;
+  void commit_locked();
+};
+
+// --- RecordingForeignStream: a test double, only here --------------------------------------------------------------------
+
+RecordingForeignStream::RecordingForeignStream(std::shared_ptr<Device> device) : device_(std::move(device)) {
+  if (!device_) throw InvalidArgument("RecordingForeignStream needs a device");
+}
+
+RecordingForeignStream::~RecordingForeignStream() {
+  try {
+    synchronize();
+  } catch (...) {
+  }
+}
+
+void RecordingForeignStream::encode(const Dispatch& d, std::shared_ptr<DispatchTiming> timing) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!open_) open_ = device_->new_batch();
+  open_->encode(d, std::move(timing));
+  events_.push_back("encode " + d.pipeline->name());
+}
+
+void RecordingForeignStream::commit_locked() {
+  if (open_ && open_->size() > 0) {
+    std::unique_ptr<Batch> batch = std::move(open_);
+    batch->commit();  // the simulator executes here
+    in_flight_.push_back(std::move(batch));
+  }
+}
+
+void RecordingForeignStream::commit() {
+  std::lock_guard<std::mutex> lock(mu_);
+  events_.push_back("commit");
+  commit_locked();
+}
+
+void RecordingForeignStream::synchronize() {
+  std::deque<std::unique_ptr<Batch>> batches;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    events_.push_back("synchronize");
+    commit_locked();
+    batches.swap(in_flight_);
+  }
+  std::exception_ptr first;
+  for (auto& b : batches) {
+    try {
+      b->wait();
+    } catch (...) {
+      if (!first) first = std::current_exception();
+    }
+  }
+  if (first) std::rethrow_exception(first);
+}
+
+void RecordingForeignStream::owner_op(const std::string& label) {
+  std::lock_guard<std::mutex> lock(mu_);
+  events_.push_back("owner " + label);
+}
+
+std::vector<std::string> RecordingForeignStream::events() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return events_;
+}
+
+void RecordingForeignStream::clear_events() {
+  std::lock_guard<std::mutex> lock(mu_);
+  events_.clear();
+}
+
+}  // namespace
 
 void bind_test_hooks(nb::module_& m) {
   // The foreign stream of a device (csrc/foreign_stream.h), and a recording one for tests.
