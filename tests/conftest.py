@@ -4,27 +4,18 @@ from __future__ import annotations
 
 import os
 import platform
-import subprocess
 import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 import triton_mps
+from triton_mps.check import system_gpu_names
 
 # Test modules in every folder import their helpers from tests/tmps_testing.py.
 sys.path.insert(0, str(Path(__file__).parent))
 
 from bad_input import bad  # noqa: E402, F401  (the fixture of @bad_input tests, in any folder)
-
-
-def _system_gpu_names() -> str:
-    """The GPUs macOS lists (system_profiler), as text; '' when it cannot tell."""
-    try:
-        return subprocess.run(["system_profiler", "SPDisplaysDataType", "-json"], capture_output=True,
-                              text=True, timeout=60).stdout
-    except (OSError, subprocess.SubprocessError):
-        return ""
 
 
 def apple_gpu_skip_reason() -> str | None:
@@ -44,7 +35,7 @@ def apple_gpu_skip_reason() -> str | None:
                 "as on GitHub's hosted macOS runners); run on a self-hosted Mac")
     if metal:
         return None
-    if "paravirtual" in _system_gpu_names().lower():
+    if "paravirtual" in system_gpu_names().lower():
         return ("needs a real Apple GPU: this Mac's GPU is an 'Apple Paravirtual device' (a VM, as on GitHub's "
                 "hosted macOS runners: GPU family below apple7, no MPS); run on a self-hosted Mac")
     return "needs a real Apple GPU: no Metal device of GPU family apple7 (M1) or later"

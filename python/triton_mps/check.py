@@ -86,6 +86,19 @@ def check_device() -> Check:
         return Check("device", "FAIL", f"{type(exc).__name__}: {exc}", "check TRITON_MPS_DEVICE", required=True)
 
 
+def system_gpu_names() -> str:
+    """The GPUs macOS lists (system_profiler), as text; '' elsewhere or when it cannot tell."""
+    if platform.system() != "Darwin":
+        return ""
+    import subprocess
+
+    try:
+        return subprocess.run(["system_profiler", "SPDisplaysDataType", "-json"], capture_output=True,
+                              text=True, timeout=60).stdout
+    except (OSError, subprocess.SubprocessError):
+        return ""
+
+
 def check_metal() -> Check:
     try:
         from . import runtime
@@ -98,6 +111,11 @@ def check_metal() -> Check:
         err = ""
     if metal:
         return Check("metal", "PASS", f"Metal device: {metal[0].name}")
+    if _on_mac() and "paravirtual" in system_gpu_names().lower():
+        return Check("metal", "FAIL", "no usable Metal device: this Mac's GPU is an 'Apple Paravirtual device' (a VM, "
+                     "as GitHub's hosted macOS runners: GPU family below apple7, no MPS)" + err,
+                     "run on an Apple silicon Mac itself (kernels run on the simulator here: TRITON_MPS_DEVICE=sim)",
+                     required=True)
     if _on_mac():
         return Check("metal", "FAIL", "no Metal device" + err,
                      "run on an Apple silicon Mac with macOS 14 or later (not in a VM without GPU access)",

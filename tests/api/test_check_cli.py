@@ -102,3 +102,14 @@ def test_triton_versions(monkeypatch, tmp_path):
     assert c.status == "WARN" and "build-triton-macos.sh" in c.fix and "pip install triton==" not in c.fix, c
     _pretend(monkeypatch, tmp_path, mac=False, triton="3.8.0")
     assert check.check_triton().fix == "pip install triton==3.9.0"
+
+
+def test_metal_check_names_a_paravirtual_gpu(monkeypatch):
+    # GitHub's hosted macOS runners: a VM whose GPU the native core does not list (family < apple7).
+    from triton_mps import check, runtime
+
+    monkeypatch.setattr(check, "_on_mac", lambda: True)
+    monkeypatch.setattr(check, "system_gpu_names", lambda: '{"sppci_model": "Apple Paravirtual device"}')
+    monkeypatch.setattr(runtime, "devices", lambda: [])
+    c = check.check_metal()
+    assert c.status == "FAIL" and "Apple Paravirtual device" in c.detail and "VM" in c.detail, c

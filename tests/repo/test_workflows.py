@@ -160,6 +160,6 @@ def test_paravirtual_gpu_skip_reason(monkeypatch: pytest.MonkeyPatch, devices: l
     conftest = _conftest()
     monkeypatch.setattr(conftest.platform, "system", lambda: "Darwin")
     monkeypatch.setattr(conftest.triton_mps, "devices", lambda: devices)
-    monkeypatch.setattr(conftest, "_system_gpu_names", lambda: profiler)
+    monkeypatch.setattr(conftest, "system_gpu_names", lambda: profiler)
     reason = conftest.apple_gpu_skip_reason()
     assert reason is None if expected is None else reason is not None and expected in reason, reason
