@@ -24,13 +24,14 @@ These are Inductor's own registration APIs (`register_backend_for_device`,
   fp16 accumulator re-assigned fp32 values, which Triton rejects ("Loop-carried variable _tmp2
   has initial type fp16 but is re-assigned to fp32"); `runtime_triton_nan_asserts` and the
   runtime dtype/shape asserts of `config.test_configs` were silently off, and `masked`'s result
-  dtype came from the wrong rule. While `mps` is enabled, `get_current_backend` answers
+  dtype came from the rule for Inductor's Metal code. While `mps` is enabled, `get_current_backend` answers
   "triton" for device type `mps` as long as Triton code generation is registered for it (every
   other device type: Inductor's own answer; no other function or config is changed), in the two
   modules that consult it for `mps`: `torch._inductor.utils` (the upcasts) and
   `torch._inductor.codegen.common` (the asserts, `masked`). Inductor's other callers
   (`scheduler.py`, `kernel/mm_common.py`) ask only for `cuda`/`xpu`. `disable()` puts
-  Inductor's function back.
+  Inductor's function back; a module that imported the name while enabled keeps the wrapper,
+  which then answers as Inductor does (Metal code generation is registered again).
 """
 
 from __future__ import annotations
