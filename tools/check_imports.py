@@ -15,6 +15,11 @@ _core` is an edge to it, not to the package.
 
 Circles are the strongly connected components of the graph (Tarjan); each is printed with one
 cycle through it, so the edges to cut are visible.
+
+It also checks the few layering rules of `FORBIDDEN` (a module that must not import another,
+directly): the language layer (`tl.extra.libdevice` and friends, run by Triton's front end)
+never imports the TTGIR -> MSL compiler, and the math table both of them read
+(`triton_mps.math_functions`) imports nothing of the package.
 """
 
 from __future__ import annotations
@@ -144,6 +149,23 @@ def one_cycle(edges: dict[str, set[str]], comp: list[str]) -> list[str]:
     return comp
 
 
+# module (or package) prefix -> the prefixes it must not import ("" : any module of ours)
+FORBIDDEN: dict[str, tuple[str, ...]] = {
+    "triton_mps.language": ("triton_mps.compiler",),
+    "triton_mps.math_functions": ("",),
+}
+
+
+def _under(module: str, prefix: str) -> bool:
+    return prefix == "" or module == prefix or module.startswith(prefix + ".")
+
+
+def forbidden(edges: dict[str, set[str]]) -> list[tuple[str, str]]:
+    """The imports (importer, imported) that a rule of FORBIDDEN rules out."""
+    return sorted((m, t) for m, targets in edges.items() for t in targets
+                  for who, banned in FORBIDDEN.items() if _under(m, who) and any(_under(t, b) for b in banned))
+
+
 def main(argv: list[str]) -> int:
     root = Path(argv[0]) if argv else Path(__file__).resolve().parent.parent / "python"
     edges = graph(root)
@@ -153,7 +175,10 @@ def main(argv: list[str]) -> int:
         print(f"  e.g. {' -> '.join(one_cycle(edges, comp))}")
     if not found:
         print(f"no import circle among {len(edges)} modules under {root}")
-    return 1 if found else 0
+    bad = forbidden(edges)
+    for m, t in bad:
+        print(f"forbidden import: {m} imports {t} (FORBIDDEN)")
+    return 1 if found or bad else 0
 
 
 if __name__ == "__main__":

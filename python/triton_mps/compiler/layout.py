@@ -118,10 +118,6 @@ def from_linear_layout(ll, shape) -> Layout:
     return Layout(tuple(int(s) for s in shape), t(ll.reg_bases), t(ll.lane_bases), t(ll.warp_bases))
 
 
-def scalar_layout() -> Layout:
-    return Layout((), (), (), ())
-
-
 def register_map(src: Layout, dst: Layout, project=None) -> list[int] | None:
     """For each register of `dst`, the register of `src` holding the element it needs, or None
     when some element lives in another thread.

@@ -3,12 +3,13 @@
 The backend's `get_module_map()` maps `triton.language.extra.libdevice` (and the CUDA/HIP
 libdevice modules, whose names are the same) to this module, so `libdevice.tanh(x)` in a kernel
 calls `tanh` below. Each function emits `tt.extern_elementwise` with a symbol of our own
-("tmps_<name>"); the TTGIR -> MSL compiler lowers each symbol through one table
-(compiler/ops/libdevice.py, `SYMBOLS`).
+("tmps_<name>"), the symbol of a row of the math table (triton_mps/math_functions.py), through
+which the TTGIR -> MSL compiler lowers it. The functions whose arguments and result are one float
+type are made here from the rows' `libdevice` names; the others are spelled below.
 
 Types: float functions take fp32, fp16 and bf16 (fp16/bf16 are computed in float and rounded
-back once, as Triton's other backends do); the functions whose symbol has an fp64 lowering in that
-table (`_F64`) also take fp64, computed in software float64 (compiler/mslib/: correctly rounded,
+back once, as Triton's other backends do); the functions whose row has an fp64 lowering
+(`_F64`) also take fp64, computed in software float64 (compiler/mslib/: correctly rounded,
 or within 1 ulp for exp/log/sin/...), which covers every float64 function of CUDA's
 libdevice (the rounding variants and conversions: below); so do
 pow(fp64, int32), ldexp/scalbn(fp64, int32), ilogb(fp64) -> int32 and llrint/llround(fp64) -> int64.
@@ -30,7 +31,7 @@ from __future__ import annotations
 
 from triton.language import core
 
-from ..compiler.ops.libdevice import F64_SYMBOLS
+from ..math_functions import FUNCTIONS
 
 _F = ("fp32", "fp16", "bf16")
 
@@ -48,8 +49,8 @@ def _call(name: str, args, table: dict, _semantic, to_bool: bool = False):
     return out.to(core.int1, _semantic=_semantic) if to_bool else out
 
 
-# the symbols that also take fp64: those with an f64 lowering in the compiler's symbol table
-_F64 = F64_SYMBOLS
+# the symbols that also take fp64: those whose row in the math table has an fp64 lowering
+_F64 = frozenset(fn.symbol for fn in FUNCTIONS if fn.takes_f64)
 
 
 def _same(sym: str, arity: int, types=_F) -> dict:
@@ -97,63 +98,21 @@ def _fn4(name: str, table: dict):
 
 _G = globals()
 
-# ---- float -> float, one argument -------------------------------------------------------------
-# libdevice name -> our symbol (several names share one symbol when the meaning is the same)
-_UNARY = {
-    "floor": "tmps_floor", "ceil": "tmps_ceil", "trunc": "tmps_trunc", "round": "tmps_round",
-    "rint": "tmps_rint", "nearbyint": "tmps_rint", "exp": "tmps_exp", "exp2": "tmps_exp2",
-    "exp10": "tmps_exp10", "expm1": "tmps_expm1", "log": "tmps_log", "log2": "tmps_log2",
-    "log10": "tmps_log10", "log1p": "tmps_log1p", "sqrt": "tmps_sqrt", "sqrt_rn": "tmps_sqrt",
-    "rsqrt": "tmps_rsqrt", "rsqrt_rn": "tmps_rsqrt", "rcp_rn": "tmps_rcp", "sin": "tmps_sin",
-    "cos": "tmps_cos", "tan": "tmps_tan", "sinpi": "tmps_sinpi", "cospi": "tmps_cospi",
-    "asin": "tmps_asin", "acos": "tmps_acos", "atan": "tmps_atan", "sinh": "tmps_sinh",
-    "cosh": "tmps_cosh", "tanh": "tmps_tanh", "asinh": "tmps_asinh", "acosh": "tmps_acosh",
-    "atanh": "tmps_atanh", "erf": "tmps_erf", "erfc": "tmps_erfc", "cbrt": "tmps_cbrt",
-    "rcbrt": "tmps_rcbrt", "logb": "tmps_logb", "saturatef": "tmps_saturate",
-    # fast_* are Metal's fast:: variants (fewer guarantees, like CUDA's approximate intrinsics)
-    "fast_expf": "tmps_fast_exp", "fast_exp10f": "tmps_fast_exp10", "fast_logf": "tmps_fast_log",
-    "fast_log2f": "tmps_fast_log2", "fast_log10f": "tmps_fast_log10", "fast_sinf": "tmps_fast_sin",
-    "fast_cosf": "tmps_fast_cos", "fast_tanf": "tmps_fast_tan", "fast_tanhf": "tmps_fast_tanh",
-}
-for _name, _sym in _UNARY.items():
-    _G[_name] = _fn1(_name, _same(_sym, 1))
-
-# ---- float -> float, two / three arguments ---------------------------------------------------
-_BINARY = {
-    "pow": "tmps_pow", "atan2": "tmps_atan2", "fmod": "tmps_fmod", "remainder": "tmps_remainder",
-    "fmin": "tmps_fmin", "fmax": "tmps_fmax", "copysign": "tmps_copysign", "fdim": "tmps_fdim",
-    "hypot": "tmps_hypot", "rhypot": "tmps_rhypot", "nextafter": "tmps_nextafter",
-    "div_rn": "tmps_div_rn", "fast_dividef": "tmps_fast_divide", "fast_powf": "tmps_fast_pow",
-    "add_rn": "tmps_add", "sub_rn": "tmps_sub", "mul_rn": "tmps_mul",
-}
-for _name, _sym in _BINARY.items():
-    _table = _same(_sym, 2)
-    if _name == "pow":  # pow(float, int32) as CUDA's powi
-        _table.update({(t, "int32"): ("tmps_powi", t) for t in (*_F, "fp64")})
-    _G[_name] = _fn2(_name, _table)
-
-for _name in ("fma", "fma_rn"):
-    _G[_name] = _fn3(_name, _same("tmps_fma", 3))
-# sqrt(x^2 + y^2 + z^2 (+ w^2)) and the reciprocals, as CUDA's norm3d/rnorm3d/norm4d/rnorm4d
-for _name in ("norm3d", "rnorm3d"):
-    _G[_name] = _fn3(_name, _same(f"tmps_{_name}", 3))
-for _name in ("norm4d", "rnorm4d"):
-    _G[_name] = _fn4(_name, _same(f"tmps_{_name}", 4))
+# ---- float -> float: the math table's `libdevice` names (arguments and result one float type) ----
+_FN = {1: _fn1, 2: _fn2, 3: _fn3, 4: _fn4}
+for _row in FUNCTIONS:
+    for _name in _row.libdevice_names:
+        _table = _same(_row.symbol, _row.arity)
+        if _name == "pow":  # pow(float, int32) as CUDA's powi
+            _table.update({(t, "int32"): ("tmps_powi", t) for t in (*_F, "fp64")})
+        _G[_name] = _FN[_row.arity](_name, _table)
 
 ldexp = _fn2("ldexp", {(t, "int32"): ("tmps_ldexp", t) for t in (*_F, "fp64")})
 scalbn = _fn2("scalbn", {(t, "int32"): ("tmps_ldexp", t) for t in (*_F, "fp64")})
 ilogb = _fn1("ilogb", {(t, ): ("tmps_ilogb", "int32") for t in (*_F, "fp64")})
 
-# ---- Bessel functions: every float type, computed in software float64 (compiler/mslib/bessel.py) ---
-_BESSEL = {"j0": "tmps_j0", "j1": "tmps_j1", "y0": "tmps_y0", "y1": "tmps_y1",
-           "cyl_bessel_i0": "tmps_i0", "cyl_bessel_i1": "tmps_i1"}
-for _name, _sym in _BESSEL.items():
-    _G[_name] = _fn1(_name, {(t, ): (_sym, t) for t in (*_F, "fp64")})
-
-# ---- special functions: every float type, in software float64 (compiler/mslib/erfgamma.py, bessel.py) ----
-_SPECIAL = ("erfinv", "erfcinv", "erfcx", "normcdf", "normcdfinv", "lgamma", "tgamma")
-for _name in _SPECIAL:
-    _G[_name] = _fn1(_name, {(t, ): (f"tmps_{_name}", t) for t in (*_F, "fp64")})
+# ---- special functions: every float type, in software float64 (compiler/mslib/erfgamma.py, bessel.py);
+# the one-argument ones are rows of the math table (above)
 jn = _fn2("jn", {("int32", t): ("tmps_jn", t) for t in (*_F, "fp64")})  # (order, x) as CUDA
 yn = _fn2("yn", {("int32", t): ("tmps_yn", t) for t in (*_F, "fp64")})
 rcp64h = _fn1("rcp64h", {("fp64", ): ("tmps_rcp64h", "fp64")})
@@ -167,7 +126,6 @@ signbit = _fn1("signbit", {(t, ): ("tmps_signbit", "int32") for t in (*_F, "fp64
 
 # ---- abs, integer functions ------------------------------------------------------------------
 abs = _fn1("abs", {**_same("tmps_fabs", 1), ("int32", ): ("tmps_iabs", "int32"), ("int64", ): ("tmps_iabs", "int64")})
-fabs = _fn1("fabs", _same("tmps_fabs", 1))
 clz = _fn1("clz", {("int32", ): ("tmps_clz", "int32"), ("int64", ): ("tmps_clz", "int32")})
 popc = _fn1("popc", {("int32", ): ("tmps_popc", "int32"), ("int64", ): ("tmps_popc", "int32")})
 ffs = _fn1("ffs", {("int32", ): ("tmps_ffs", "int32"), ("int64", ): ("tmps_ffs", "int32")})
@@ -234,7 +192,7 @@ mul24 = _fn2("mul24", {("int32", "int32"): ("tmps_mul24", "int32"), ("uint32", "
 sad = _fn3("sad", {("int32", "int32", "uint32"): ("tmps_sad", "int32"),
                    ("uint32", "uint32", "uint32"): ("tmps_usad", "uint32")})
 
-del _name, _sym, _table, _short, _int, _mode, _how, _kind, _op, _fn, _arity
+del _row, _name, _table, _short, _int, _mode, _how, _kind, _op, _fn, _arity
 
 MAPPED = sorted(n for n, v in list(_G.items()) if callable(v) and getattr(v, "__triton_builtin__", False))
 

@@ -56,7 +56,7 @@ static inline ulong tmps_f64_overflow(ulong sign, int mode) {
   return (sign << 63) | (inf ? 0x7ff0000000000000ul : 0x7feffffffffffffful);
 }
 static inline ulong tmps_f64_round_m(ulong sign, int e, ulong sig, int mode) {
-  // tmps_f64_round with a rounding mode (compiler/rounding.py): 0 nearest even, 1 toward zero,
+  // tmps_f64_round with a rounding mode (libdevice's _rn/_rz/_rd/_ru): 0 nearest even, 1 toward zero,
   // 2 down (toward -inf), 3 up (toward +inf)
   int x = e + 1022;
   if (x < 0) {

@@ -33,7 +33,7 @@ from . import core
 from .consts import ABS_MASK as ABS
 from .consts import DNAN, SIGN, bits_of, literal_bits, py_value
 from .consts import INF_BITS as INF
-from .registry import call, use
+from .registry import call, use, use_called
 
 _warned = False
 
@@ -63,9 +63,19 @@ def narrow(ctx, key: str, x: str, mode: str = "rtne") -> str:
     return f"{name}({x})"
 
 
+def apply(ctx, spec: str, *args: str, result_type: str = "") -> str:
+    """A binary64 function of the math table (triton_mps/math_functions.py, `f64`) applied to
+    `args`: `spec` is a library function's name, called with them, or an MSL expression over
+    {0}, {1}, ... ({T}: `result_type`), whose library calls are emitted with it."""
+    if "{" not in spec:
+        return call(ctx, spec, *args)
+    use_called(ctx, spec)
+    return spec.format(*args, T=result_type)
+
+
 def is_f64(t) -> bool:
     return getattr(t, "name", None) == "f64"
 
 
-__all__ = ["ABS", "DNAN", "INF", "SIGN", "bits_of", "call", "is_f64", "literal", "literal_bits", "narrow", "notice",
-           "py_value", "use"]
+__all__ = ["ABS", "DNAN", "INF", "SIGN", "apply", "bits_of", "call", "is_f64", "literal", "literal_bits", "narrow",
+           "notice", "py_value", "use"]

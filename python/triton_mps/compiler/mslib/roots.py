@@ -38,7 +38,7 @@ static inline ulong tmps_f64_rsqrt(ulong x) {
 # ---- cbrt --------------------------------------------------------------------------------------
 entry("tmps_f64_cbrt", ("tmps_f64_dd2", "tmps_f64_from_f32"), f"""
 // a (finite, > 0) = 2^(3q) mv with mv in [1, 8): returns q and cbrt(mv) as y + c (~2^-80 relative;
-// rcbrt in fp64_math_more.py uses the pair).
+// tmps_f64_rcbrt uses the pair).
 static inline int tmps_f64_cbrt_parts(ulong a, thread ulong& y, thread ulong& c) {{
   int e;
   ulong m = tmps_f64_norm(a, e);

@@ -21,23 +21,9 @@ import math
 from ..ir import Op
 from ..lowering import LoweringContext, lowers, scratch_limit
 from ..mslib import fp8
+from ..mslib.registry import use
 from ..scratch import scratch_bytes
 from ..types import ScalarType, TensorType, elem_of
-
-_E2M1 = """inline float tmps_e2m1_to_f32(uint nib) {
-  // s.ee.m, bias 1: 0, 0.5, 1, 1.5, 2, 3, 4, 6
-  uint e = (nib >> 1) & 3u, m = nib & 1u;
-  float v = e == 0u ? (float)m * 0.5f : (float)(2u + m) * (float)(1u << e) * 0.25f;
-  return (nib & 8u) != 0u ? -v : v;
-}
-"""
-
-_E8M0 = """inline float tmps_e8m0_to_f32(uint s) {
-  // 2^(s - 127); 0 is 2^-127 (a float subnormal), 0xff is NaN
-  s &= 0xffu;
-  return s == 255u ? NAN : (s == 0u ? as_type<float>(0x00400000u) : as_type<float>(s << 23));
-}
-"""
 
 _FP8_OF = {"e4m3": "f8E4M3FN", "e5m2": "f8E5M2"}
 
@@ -82,7 +68,7 @@ class _Operand:
                 ko, sel = kk, f"(({o}) & 1u)"
                 oo = f"(({o}) >> 1)"
             idx = f"{oo} * {kcp}u + {ko}" if self.idx == 0 else f"{ko} * {self.shape[1]}u + {oo}"
-            ctx.e.helper("tmps_e2m1_to_f32", _E2M1)
+            use(ctx, "tmps_e2m1_to_f32")  # mslib/mx.py
             byte = f"(uint)(uchar){buf}[{idx}]"
             return f"tmps_e2m1_to_f32({sel} != 0u ? ({byte} >> 4) : ({byte} & 15u))"
         idx = f"{o} * {kcp}u + {kk}" if self.idx == 0 else f"{kk} * {self.shape[1]}u + {o}"
@@ -193,7 +179,7 @@ def dot_scaled(ctx: LoweringContext, op: Op):
                         continue
                     x = X.value_expr(ctx, buf, kc, o, "kk")
                     if sbuf is not None:
-                        ctx.e.helper("tmps_e8m0_to_f32", _E8M0)
+                        use(ctx, "tmps_e8m0_to_f32")  # mslib/mx.py
                         sb_, ss, sf = sbuf
                         x = f"({x}) * tmps_e8m0_to_f32({sb_}[({o}) * {ss[1]}u + kg / {sf}u])"
                     nm = e.fresh("av" if X.idx == 0 else "bv")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 
+from ...math_functions import BY_MATH_OP
 from ..ir import CMPF_PREDICATES, CMPI_PREDICATES, Op, predicate
 from ..lowering import LoweringContext, lowers
 from ..mslib import fp8
@@ -63,15 +64,6 @@ def define_map(ctx, op, fn, hint=None):
 
 # ---------------------------------------------------------------------------------------------
 # constants
-
-def _small_float_literal(ctx, value: float, t: ScalarType) -> str:
-    """Literal for an f16/bf16 constant: the exact value as float, then converted."""
-    import numpy as np
-
-    if t.name == "f16":
-        value = float(np.float16(value))
-    return ctx.literal(value, t)
-
 
 @lowers("arith.constant")
 def constant(ctx: LoweringContext, op: Op):
@@ -216,30 +208,18 @@ def clampf(ctx, op):
     define_map(ctx, op, reg, hint="clamp")
 
 
-# math functions: name -> (MSL expression template over float `{0}`, `{1}`, `{2}`)
-_MATH_F = {
-    "math.exp": "exp({0})", "math.exp2": "exp2({0})", "math.log": "log({0})", "math.log2": "log2({0})",
-    "math.log10": "log10({0})", "math.sqrt": "sqrt({0})", "math.rsqrt": "rsqrt({0})",
-    "math.sin": "sin({0})", "math.cos": "cos({0})", "math.tan": "tan({0})", "math.tanh": "tanh({0})",
-    "math.sinh": "sinh({0})", "math.cosh": "cosh({0})", "math.asin": "asin({0})", "math.acos": "acos({0})",
-    "math.atan": "atan({0})", "math.asinh": "asinh({0})", "math.acosh": "acosh({0})", "math.atanh": "atanh({0})",
-    "math.absf": "fabs({0})", "math.floor": "floor({0})", "math.ceil": "ceil({0})",
-    "math.trunc": "trunc({0})", "math.round": "round({0})", "math.roundeven": "rint({0})",
-    "math.erf": "tmps_erf({0})", "math.erfc": "tmps_erfc({0})", "math.log1p": "tmps_log1p({0})",
-    "math.expm1": "tmps_expm1({0})", "math.cbrt": "tmps_cbrt({0})",
-    "math.fma": "fma({0}, {1}, {2})", "math.powf": "pow({0}, {1})", "math.atan2": "atan2({0}, {1})",
-    "math.copysign": "copysign({0}, {1})",
-}
+# math.* ops: one row each in the math table (triton_mps/math_functions.py), whose `math_f32` is
+# the float expression; on fp64 the row's `f64` (ops/float64.py)
 
 def _math_expr(ctx, template: str, args: list[str]) -> str:
     use_called(ctx, template)  # the float helpers it calls (mslib/fp32.py)
     return template.format(*args)
 
 
-@lowers(*_MATH_F)
+@lowers(*BY_MATH_OP)
 def float_math(ctx, op):
     t = _ety(op.results[0])
-    tpl = _MATH_F[op.name]
+    tpl = BY_MATH_OP[op.name].math_f32
     define_map(ctx, op, lambda r: round_back(ctx, t, _math_expr(ctx, tpl, [as_float(ctx, a, r) for a in op.operands])),
                 hint=op.name.split(".")[1])
 

@@ -1,10 +1,12 @@
 """Lowerings of float ops whose operands or result are f64: calls into the software binary64
 library (compiler/mslib/, values are `ulong` bits). Registered with `@lowers(..., when=involves_f64)`:
 lowering.py consults them before the float lowerings of ops/elementwise.py, for the ops with an
-f64 operand or result only. tt.extern_elementwise on f64: ops/libdevice.py."""
+f64 operand or result only. The math.* ops lower their row's `f64` in the math table
+(triton_mps/math_functions.py); tt.extern_elementwise on f64: ops/libdevice.py."""
 
 from __future__ import annotations
 
+from ...math_functions import BY_MATH_OP
 from ..ir import CMPF_PREDICATES, Op, involves_f64, predicate
 from ..lowering import LoweringContext, lowers
 from ..mslib import fp64
@@ -27,19 +29,11 @@ def _args(ctx, op, r) -> list[str]:
 _BINARY = {"arith.addf": "tmps_f64_add", "arith.subf": "tmps_f64_sub", "arith.mulf": "tmps_f64_mul",
            "arith.divf": "tmps_f64_div", "tt.precise_divf": "tmps_f64_div",
            "arith.maximumf": "tmps_f64_maximum", "arith.minimumf": "tmps_f64_minimum",
-           "arith.maxnumf": "tmps_f64_maxnum", "arith.minnumf": "tmps_f64_minnum", "arith.remf": "tmps_f64_fmod",
-           "math.powf": "tmps_f64_pow", "math.atan2": "tmps_f64_atan2"}
-_UNARY = {"math.sqrt": "tmps_f64_sqrt", "tt.precise_sqrt": "tmps_f64_sqrt",
-          # within 1 ulp
-          "math.exp": "tmps_f64_exp", "math.exp2": "tmps_f64_exp2", "math.log": "tmps_f64_log",
-          "math.log2": "tmps_f64_log2", "math.sin": "tmps_f64_sin", "math.cos": "tmps_f64_cos",
-          "math.erf": "tmps_f64_erf", "math.rsqrt": "tmps_f64_rsqrt",
-          "math.tan": "tmps_f64_tan", "math.tanh": "tmps_f64_tanh", "math.sinh": "tmps_f64_sinh",
-          "math.cosh": "tmps_f64_cosh", "math.log10": "tmps_f64_log10", "math.log1p": "tmps_f64_log1p",
-          "math.expm1": "tmps_f64_expm1", "math.erfc": "tmps_f64_erfc", "math.cbrt": "tmps_f64_cbrt",
-          "math.asin": "tmps_f64_asin", "math.acos": "tmps_f64_acos", "math.atan": "tmps_f64_atan",
-          "math.asinh": "tmps_f64_asinh", "math.acosh": "tmps_f64_acosh", "math.atanh": "tmps_f64_atanh"}
-_ROUND = {"math.trunc": 0, "math.floor": 1, "math.ceil": 2, "math.round": 3, "math.roundeven": 4}
+           "arith.maxnumf": "tmps_f64_maxnum", "arith.minnumf": "tmps_f64_minnum", "arith.remf": "tmps_f64_fmod"}
+_UNARY = {"tt.precise_sqrt": "tmps_f64_sqrt"}
+# the math.* ops: their rows' `f64` in the math table (triton_mps/math_functions.py)
+_MATH = {name: fn.f64 for name, fn in BY_MATH_OP.items() if fn.f64}
+_MATH_HINT = {"math.absf": "abs"}  # the variable name of the op's value; else the op's name
 
 
 def f64_lowers(*names: str):
@@ -59,30 +53,18 @@ def _calls(table: dict[str, str]):
 
 f64_lowers(*_BINARY)(_calls(_BINARY))
 f64_lowers(*_UNARY)(_calls(_UNARY))
-f64_lowers("math.fma")(_calls({"math.fma": "tmps_f64_fma"}))
 
 
-@f64_lowers(*_ROUND)
-def _round(ctx: LoweringContext, op: Op) -> None:
-    mode = _ROUND[op.name]
-    _define(ctx, op, lambda r: fp64.call(ctx, "tmps_f64_round_int", ctx.expr(op.operands[0], r), str(mode)),
-            op.name.split(".")[-1])
+@f64_lowers(*_MATH)
+def _math(ctx: LoweringContext, op: Op) -> None:
+    spec, res_t = _MATH[op.name], elem_of(op.results[0].type).msl()
+    _define(ctx, op, lambda r: fp64.apply(ctx, spec, *_args(ctx, op, r), result_type=res_t),
+            _MATH_HINT.get(op.name, op.name.split(".")[-1]))
 
 
 @f64_lowers("arith.negf")
 def _negf(ctx: LoweringContext, op: Op) -> None:
     _define(ctx, op, lambda r: f"{ctx.expr(op.operands[0], r)} ^ {_SIGN}", "neg")
-
-
-@f64_lowers("math.absf")
-def _absf(ctx: LoweringContext, op: Op) -> None:
-    _define(ctx, op, lambda r: f"{ctx.expr(op.operands[0], r)} & {_ABS}", "abs")
-
-
-@f64_lowers("math.copysign")
-def _copysign(ctx: LoweringContext, op: Op) -> None:
-    _define(ctx, op, lambda r: f"({ctx.expr(op.operands[0], r)} & {_ABS}) | ({ctx.expr(op.operands[1], r)} & "
-                               f"{_SIGN})", "copysign")
 
 
 @f64_lowers("tt.clampf")

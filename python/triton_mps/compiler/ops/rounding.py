@@ -1,8 +1,8 @@
-"""libdevice's directed-rounding arithmetic and the conversions with a rounding mode: the symbols
-of `SYMBOLS` (kind, mode), lowered to calls of the integer helpers of mslib/rounding.py and the
-software binary64 primitives of mslib/core.py. ops/libdevice.py hands a `tt.extern_elementwise`
-here when its symbol's row has a rounding kind. fp32 values are passed as their bits
-(`as_type<uint>`), fp64 values are `ulong` bits already."""
+"""libdevice's directed-rounding arithmetic and the conversions with a rounding mode: the rows of
+the math table (triton_mps/math_functions.py) with a `rounding` (kind, mode), lowered to calls of
+the integer helpers of mslib/rounding.py and the software binary64 primitives of mslib/core.py.
+ops/libdevice.py hands a `tt.extern_elementwise` here when its symbol's row has a rounding kind.
+fp32 values are passed as their bits (`as_type<uint>`), fp64 values are `ulong` bits already."""
 
 from __future__ import annotations
 
@@ -15,27 +15,9 @@ MODES = {"rn": 0, "rz": 1, "rd": 2, "ru": 3}
 # tmps_f64_round_int's modes for the same rounding (0 trunc, 1 floor, 2 ceil, 4 nearest even)
 ROUND_INT = {"rn": 4, "rz": 0, "rd": 1, "ru": 2}
 
-# ---- libdevice symbols (language/libdevice.py) -> (kind, mode) ------------------------------------
-# arithmetic: tmps_<op>_<mode> on fp32 or fp64 (op: add sub mul div sqrt rcp fma; mode: rz rd ru)
-ARITH = {"add": 2, "sub": 2, "mul": 2, "div": 2, "fma": 3, "sqrt": 1, "rcp": 1}
-DIRECTED = ("rz", "rd", "ru")
-SYMBOLS: dict[str, tuple[str, str]] = {}  # symbol -> (kind, mode)
-for _op in ARITH:
-    for _m in DIRECTED:
-        SYMBOLS[f"tmps_{_op}_{_m}"] = (_op, _m)
-for _m in MODES:
-    for _kind in ("d2f", "d2i", "d2u", "i2d", "u2d"):
-        SYMBOLS[f"tmps_{_kind}_{_m}"] = (_kind, _m)
-for _m in DIRECTED:  # the _rn ones are the native conversions (tmps_i2f, tmps_u2f)
-    for _kind in ("i2f", "u2f"):
-        SYMBOLS[f"tmps_{_kind}_{_m}"] = (_kind, _m)
-for _kind in ("d2hi", "d2lo", "hilo2d", "d_as_ll", "ll_as_d"):
-    SYMBOLS[f"tmps_{_kind}"] = (_kind, "")
-del _op, _m, _kind
-
 
 def lower(ctx: LoweringContext, op: Op, kind: str, mode: str) -> None:
-    """tt.extern_elementwise of a rounding symbol: `kind`, `mode` its SYMBOLS row."""
+    """tt.extern_elementwise of a rounding symbol: `kind`, `mode` its row's `rounding`."""
     sym = op.attrs.get("symbol", "")
     m = str(MODES.get(mode, 0))
     srcs = [elem_of(a.type) for a in op.operands]
