@@ -995,10 +995,43 @@ std::string validation_report(MTL::CommandBuffer* cb, const std::vector<std::sha
   return out;
 }
 
+namespace {
+
+// Discovery in a child forked from a process that used Metal (fork_check.h), where Metal must
+// not be touched: one device that stands for the Metal GPU and raises the fork error on every
+// use, so that the default device's first launch says why (the simulator still works).
+class ForkedMetalDevice final : public Device {
+ public:
+  ForkedMetalDevice() {
+    info_.name = "Metal device (unavailable in a forked process)";
+    info_.gpu_family = "unknown";
+#ifdef TMPS_METAL_EMULATED
+    info_.is_emulated = true;
+#endif
+  }
+  const DeviceInfo& info() const override { return info_; }
+  std::unique_ptr<RawBuffer> new_buffer(size_t) override { refuse("a Metal buffer"); }
+  std::unique_ptr<RawBuffer> wrap_host_memory(void*, size_t) override { refuse("wrapping host memory"); }
+  std::unique_ptr<RawBuffer> wrap_native_buffer(void*) override { refuse("wrapping an MTLBuffer"); }
+  std::shared_ptr<Pipeline> build_pipeline(const std::string&, const std::string&, const CompileOptions&) override {
+    refuse("building a pipeline");
+  }
+  std::unique_ptr<Batch> new_batch() override { refuse("a launch"); }
+  std::string cache_identity() const override { return "metal:forked"; }
+
+ private:
+  [[noreturn]] static void refuse(const char* what) {
+    require_metal_process(what);
+    throw Unavailable(std::string("Metal cannot be used in this forked process (") + what + ")");
+  }
+  DeviceInfo info_;
+};
+
+}  // namespace
 }  // namespace metal
 
 std::vector<std::shared_ptr<Device>> enumerate_metal_devices() {
-  require_metal_process("finding Metal devices");
+  if (!metal_fork_refusal("finding Metal devices").empty()) return {std::make_shared<metal::ForkedMetalDevice>()};
   // Before the first Metal device of the process exists: Metal reads its validation switches then.
   metal::enable_shader_validation();
   metal::AutoreleasePool pool;

@@ -11,6 +11,17 @@
 
 extern "C" MTL::Device* MTLCreateSystemDefaultDevice();
 
+// PyTorch's MPS stream singleton, by the mangled name libtorch_cpu exports it under
+// (_ZN2at3mps13MPSStreamImpl7_streamE; the real member is an MPSStream*): set when the fake
+// PyTorch below makes its stream, as getDefaultMPSStream() sets the real one. csrc/metal/
+// fork_check.cpp reads it before a fork to tell that the process used Metal through PyTorch.
+namespace at::mps {
+struct MPSStreamImpl {
+  static void* _stream;
+};
+void* MPSStreamImpl::_stream = nullptr;
+}  // namespace at::mps
+
 namespace tmps::emu {
 
 std::map<std::string, long> hook_stats() {
@@ -151,6 +162,7 @@ FakeTorch& fake_torch() {
     MTL::Device* device = MTLCreateSystemDefaultDevice();
     t->command_queue = device->newCommandQueue();
     device->release();
+    at::mps::MPSStreamImpl::_stream = t;  // MPSStreamImpl::getInstance()
     return t;
   }();
   return *f;
