@@ -151,7 +151,8 @@ kernel void mat(device float* out [[buffer(0)]], const device float* a [[buffer(
 
 
 @pytest.mark.parametrize("row0, out_row0, what, call", [
-    (1, 0, "out-of-bounds load of 8 bytes", "simdgroup_load"),    # rows 1..8 of a 64-float buffer; a lane reads its pair at once
+    # rows 1..8 of a 64-float buffer; a lane reads its pair at once
+    (1, 0, "out-of-bounds load of 8 bytes", "simdgroup_load"),
     (0, 5, "out-of-bounds store of 4 bytes", "simdgroup_store"),  # rows 5..12 of a 96-float buffer
 ])
 def test_simdgroup_matrix_loads_and_stores_are_checked(sim, rng, row0, out_row0, what, call):
