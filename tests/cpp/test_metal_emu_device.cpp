@@ -208,7 +208,7 @@ TEST_F(EmulatedMetal, ArchiveMissesCompileInParallel) {
   const std::string source = "// " + std::to_string(Clock::now().time_since_epoch().count()) + "\n" + kSource;
   dev->build_pipeline(source, "axpy", {});  // the simulator compiles this source once, untimed
   constexpr int kBuilds = 4;
-  constexpr int kCompileMs = 400;
+  constexpr int kCompileMs = 500;
   ::setenv("TRITON_MPS_EMU_COMPILE_MS", std::to_string(kCompileMs).c_str(), 1);
   std::mutex mu;
   std::vector<std::string> errors;
@@ -238,8 +238,8 @@ TEST_F(EmulatedMetal, ArchiveMissesCompileInParallel) {
   for (double t : each) longest = std::max(longest, t);
   std::printf("%d archive misses from %d threads, %d ms per compile: wall %.3f s, longest build %.3f s\n", kBuilds,
               kBuilds, kCompileMs, wall, longest);
-  // One after another: >= kBuilds * 0.4 s = 1.6 s. At the same time: one compile and overheads.
-  EXPECT_LT(wall, 2.0 * kCompileMs / 1000.0) << "the builds compiled one after another";
+  // One after another: >= kBuilds * 0.5 s = 2 s. At the same time: one compile and overheads.
+  EXPECT_LT(wall, 2.5 * kCompileMs / 1000.0) << "the builds compiled one after another";
 }
 
 }  // namespace
