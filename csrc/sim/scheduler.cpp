@@ -646,13 +646,13 @@ Scheduler::Scheduler(unsigned workers, size_t stack_bytes)
 
 Scheduler::~Scheduler() = default;
 
-DispatchCounters Scheduler::run(const LaunchSpec& spec) {
+namespace {
+
+// Metal's limits for one dispatch (the launcher checked them for its pipeline; a kernel run
+// through the simulator's own entry points is held to them here too).
+void check_limits(const LaunchSpec& spec, uint64_t nthreads) {
   const tmps_sim_kernel* k = spec.kernel;
-  if (!k || !k->entry) throw InvalidArgument("simulator: dispatch without a kernel entry point");
   const auto& tpg = spec.threads_per_group;
-  const auto& grid = spec.threadgroups;
-  const uint64_t nthreads = uint64_t(tpg[0]) * tpg[1] * tpg[2];
-  const uint64_t ngroups = uint64_t(grid[0]) * grid[1] * grid[2];
   const std::string shape = std::to_string(tpg[0]) + "x" + std::to_string(tpg[1]) + "x" + std::to_string(tpg[2]);
   if (nthreads > kMaxThreadsPerThreadgroup)
     throw LimitExceeded("kernel '" + kname(k) + "': " + std::to_string(nthreads) + " threads per threadgroup (" +
@@ -668,6 +668,101 @@ DispatchCounters Scheduler::run(const LaunchSpec& spec) {
     throw LimitExceeded("kernel '" + kname(k) + "': " + std::to_string(dynamic) +
                         " bytes of [[threadgroup(n)]] memory exceed Metal's limit of " +
                         std::to_string(kMaxThreadgroupMemory) + " bytes");
+}
+
+// Memcheck's fast-path ranges for a dispatch of `n` workers.
+void set_fast_ranges(DispatchState& d, const LaunchSpec& spec, const std::vector<std::unique_ptr<Worker>>& workers,
+                     unsigned n, uint32_t checks) {
+  // The fast path's ranges (none while counting: every access then reaches rt_check_access):
+  // the buffers (exact), the runtime table and argument arrays, and each worker's whole
+  // threadgroup arena (the slow path checks the part in use).
+  auto add = [&](uintptr_t lo, uintptr_t hi) {
+    if (d.mc.count == TMPS_SIM_MC_RANGES) return;  // the slow path still allows what is left out
+    d.mc.lo[d.mc.count] = lo;
+    d.mc.hi[d.mc.count] = hi;
+    ++d.mc.count;
+  };
+  // The race check sees every threadgroup access; interleaving sees every access.
+  const auto add_arenas = [&] {
+    if (!(checks & TMPS_CHECK_RACE))
+      for (unsigned i = 0; i < n; ++i) {
+        const auto a = reinterpret_cast<uintptr_t>(workers[i]->arena.get());
+        add(a, a + kMaxThreadgroupMemory);
+      }
+  };
+  // The arenas first when everything fits: the fast path tries the ranges in order, and a
+  // tl.dot kernel makes most of its accesses there (staged operands, simdgroup_load/store),
+  // many times its device accesses; a buffer access pays a comparison per worker. (With more
+  // workers than fit beside the buffers, the buffers keep their places and the arenas take
+  // what is left, as the slow path allows the rest.)
+  uint32_t bound = 0;
+  for (uint32_t i = 0; i < TMPS_SIM_MAX_BUFFERS; ++i) bound += spec.buffers[i] ? 1 : 0;
+  const bool arenas_first = n + bound + 2 <= TMPS_SIM_MC_RANGES;
+  if (arenas_first) add_arenas();
+  for (uint32_t i = 0; i < TMPS_SIM_MAX_BUFFERS; ++i)
+    if (spec.buffers[i]) {
+      const auto ptr = reinterpret_cast<uintptr_t>(spec.buffers[i]);
+      add(spec.buffer_starts[i] ? reinterpret_cast<uintptr_t>(spec.buffer_starts[i]) : ptr, ptr + spec.buffer_sizes[i]);
+    }
+  add(reinterpret_cast<uintptr_t>(runtime()), reinterpret_cast<uintptr_t>(runtime() + 1));
+  add(reinterpret_cast<uintptr_t>(&spec), reinterpret_cast<uintptr_t>(&spec + 1));
+  if (!arenas_first) add_arenas();
+  if (checks & TMPS_CHECK_INTERLEAVE) d.mc.count = 0;
+}
+
+// The dispatch's counters: the workers' sums, per buffer too.
+DispatchCounters sum_counters(const DispatchState& d, const LaunchSpec& spec,
+                              const std::vector<std::unique_ptr<Worker>>& workers, unsigned n, uint64_t ngroups,
+                              uint64_t nthreads) {
+  DispatchCounters total;
+  total.valid = true;
+  total.memory_counted = spec.memcheck_slot != nullptr;
+  total.threadgroups = ngroups;
+  total.threads_per_threadgroup = nthreads;
+  for (unsigned i = 0; i < n; ++i) {
+    const DispatchCounters& c = workers[i]->counters;
+    for (auto [dst, src] : {std::pair{&total.device_bytes_read, c.device_bytes_read},
+                            {&total.device_bytes_written, c.device_bytes_written},
+                            {&total.device_loads, c.device_loads},
+                            {&total.device_stores, c.device_stores},
+                            {&total.threadgroup_bytes_read, c.threadgroup_bytes_read},
+                            {&total.threadgroup_bytes_written, c.threadgroup_bytes_written},
+                            {&total.barriers, c.barriers},
+                            {&total.simd_collectives, c.simd_collectives},
+                            {&total.simdgroup_barriers, c.simdgroup_barriers},
+                            {&total.simdgroup_matrix_ops, c.simdgroup_matrix_ops},
+                            {&total.simdgroup_matrix_flops, c.simdgroup_matrix_flops},
+                            {&total.simdgroup_matrix_exchanges, c.simdgroup_matrix_exchanges},
+                            {&total.scalar_flops, c.scalar_flops}})
+      *dst += src;
+  }
+  total.buffers.resize(d.access.buffer_count());
+  for (uint32_t p = 0; p < total.buffers.size(); ++p) {
+    DispatchCounters::Buffer& b = total.buffers[p];
+    b.index = d.access.buffer_index(p);
+    b.bytes = d.access.buffer_bytes(p);
+    for (unsigned i = 0; i < n; ++i) {
+      const auto& wb = workers[i]->counters.buffers;
+      if (p < wb.size()) b.read += wb[p].read, b.written += wb[p].written;
+    }
+    b.distinct_read = d.read_bytes[p].count();
+    b.distinct_written = d.written_bytes[p].count();
+    total.device_distinct_read += b.distinct_read;
+    total.device_distinct_written += b.distinct_written;
+  }
+  return total;
+}
+
+}  // namespace
+
+DispatchCounters Scheduler::run(const LaunchSpec& spec) {
+  const tmps_sim_kernel* k = spec.kernel;
+  if (!k || !k->entry) throw InvalidArgument("simulator: dispatch without a kernel entry point");
+  const auto& tpg = spec.threads_per_group;
+  const auto& grid = spec.threadgroups;
+  const uint64_t nthreads = uint64_t(tpg[0]) * tpg[1] * tpg[2];
+  const uint64_t ngroups = uint64_t(grid[0]) * grid[1] * grid[2];
+  check_limits(spec, nthreads);
   if (nthreads == 0 || ngroups == 0) return {};
   const uint64_t group_end = spec.group_end ? std::min(spec.group_end, ngroups) : ngroups;
   if (spec.group_begin >= group_end) return {};
@@ -718,42 +813,7 @@ DispatchCounters Scheduler::run(const LaunchSpec& spec) {
     workers_.back()->stack_bytes = stack_bytes_;
   }
   for (unsigned i = 0; i < n; ++i) ensure_arena(*workers_[i]);
-  if (spec.memcheck_slot && !d.counting) {
-    // The fast path's ranges (none while counting: every access then reaches rt_check_access): the buffers (exact), the runtime table and argument arrays, and
-    // each worker's whole threadgroup arena (the slow path checks the part in use).
-    auto add = [&](uintptr_t lo, uintptr_t hi) {
-      if (d.mc.count == TMPS_SIM_MC_RANGES) return;  // the slow path still allows what is left out
-      d.mc.lo[d.mc.count] = lo;
-      d.mc.hi[d.mc.count] = hi;
-      ++d.mc.count;
-    };
-    // The race check sees every threadgroup access; interleaving sees every access.
-    const auto add_arenas = [&] {
-      if (!(checks & TMPS_CHECK_RACE))
-        for (unsigned i = 0; i < n; ++i) {
-          const auto a = reinterpret_cast<uintptr_t>(workers_[i]->arena.get());
-          add(a, a + kMaxThreadgroupMemory);
-        }
-    };
-    // The arenas first when everything fits: the fast path tries the ranges in order, and a
-    // tl.dot kernel makes most of its accesses there (staged operands, simdgroup_load/store),
-    // many times its device accesses; a buffer access pays a comparison per worker. (With more
-    // workers than fit beside the buffers, the buffers keep their places and the arenas take
-    // what is left, as the slow path allows the rest.)
-    uint32_t bound = 0;
-    for (uint32_t i = 0; i < TMPS_SIM_MAX_BUFFERS; ++i) bound += spec.buffers[i] ? 1 : 0;
-    const bool arenas_first = n + bound + 2 <= TMPS_SIM_MC_RANGES;
-    if (arenas_first) add_arenas();
-    for (uint32_t i = 0; i < TMPS_SIM_MAX_BUFFERS; ++i)
-      if (spec.buffers[i]) {
-        const auto ptr = reinterpret_cast<uintptr_t>(spec.buffers[i]);
-        add(spec.buffer_starts[i] ? reinterpret_cast<uintptr_t>(spec.buffer_starts[i]) : ptr, ptr + spec.buffer_sizes[i]);
-      }
-    add(reinterpret_cast<uintptr_t>(runtime()), reinterpret_cast<uintptr_t>(runtime() + 1));
-    add(reinterpret_cast<uintptr_t>(&spec), reinterpret_cast<uintptr_t>(&spec + 1));
-    if (!arenas_first) add_arenas();
-    if (checks & TMPS_CHECK_INTERLEAVE) d.mc.count = 0;
-  }
+  if (spec.memcheck_slot && !d.counting) set_fast_ranges(d, spec, workers_, n, checks);
   if (spec.memcheck_slot) {
     d.mc.checks = checks;
     d.mc.interrupts = interrupt_counter();
@@ -783,42 +843,7 @@ DispatchCounters Scheduler::run(const LaunchSpec& spec) {
   for (auto& th : threads) th.join();
   if (watchdog_) watchdog_->disarm();
   if (d.counting) {
-    DispatchCounters total;
-    total.valid = true;
-    total.memory_counted = spec.memcheck_slot != nullptr;
-    total.threadgroups = ngroups;
-    total.threads_per_threadgroup = nthreads;
-    for (unsigned i = 0; i < n; ++i) {
-      const DispatchCounters& c = workers_[i]->counters;
-      for (auto [dst, src] : {std::pair{&total.device_bytes_read, c.device_bytes_read},
-                              {&total.device_bytes_written, c.device_bytes_written},
-                              {&total.device_loads, c.device_loads},
-                              {&total.device_stores, c.device_stores},
-                              {&total.threadgroup_bytes_read, c.threadgroup_bytes_read},
-                              {&total.threadgroup_bytes_written, c.threadgroup_bytes_written},
-                              {&total.barriers, c.barriers},
-                              {&total.simd_collectives, c.simd_collectives},
-                              {&total.simdgroup_barriers, c.simdgroup_barriers},
-                              {&total.simdgroup_matrix_ops, c.simdgroup_matrix_ops},
-                              {&total.simdgroup_matrix_flops, c.simdgroup_matrix_flops},
-                              {&total.simdgroup_matrix_exchanges, c.simdgroup_matrix_exchanges},
-                              {&total.scalar_flops, c.scalar_flops}})
-        *dst += src;
-    }
-    total.buffers.resize(d.access.buffer_count());
-    for (uint32_t p = 0; p < total.buffers.size(); ++p) {
-      DispatchCounters::Buffer& b = total.buffers[p];
-      b.index = d.access.buffer_index(p);
-      b.bytes = d.access.buffer_bytes(p);
-      for (unsigned i = 0; i < n; ++i) {
-        const auto& wb = workers_[i]->counters.buffers;
-        if (p < wb.size()) b.read += wb[p].read, b.written += wb[p].written;
-      }
-      b.distinct_read = d.read_bytes[p].count();
-      b.distinct_written = d.written_bytes[p].count();
-      total.device_distinct_read += b.distinct_read;
-      total.device_distinct_written += b.distinct_written;
-    }
+    DispatchCounters total = sum_counters(d, spec, workers_, n, ngroups, nthreads);
     {
       std::lock_guard<std::mutex> lock(g_last_mu);
       g_last = total;
