@@ -4,8 +4,9 @@ item 2), and the two ways the test drives them, each in a process of its own:
 - `compile_on_fake_mps`: forward and backward traced into one graph, compiled by Inductor for
   (fake) `mps` tensors through `triton_mps.inductor.enable()` -- Triton code generation, our
   compiler to MSL -- with Inductor's own runtime dtype/shape/NaN asserts in the kernels.
-- `run_on_cpu`: `torch.compile` forward and backward on CPU tensors (`cpu_backend="triton"`),
-  run by triton-mps (the simulator off macOS), against float64 eager.
+- `run_compiled`: `torch.compile` forward and backward on CPU tensors (`cpu_backend="triton"`),
+  run by triton-mps (the simulator off macOS), against float64 eager; on a Mac also on `mps`
+  tensors (the GPU).
 
 Rows of 4096 and more: Inductor keeps a reduction persistent (one block per row) up to 1024
 elements for inner reductions and 64 for the others, and loops over longer ones; a looped
@@ -159,22 +160,23 @@ def check_mps_code(name: str, src: str) -> str:
     return f"{name} looped {looped} static_asserts {static} nan_asserts {nan}"
 
 
-def run_on_cpu(name: str, dtype: torch.dtype) -> list[float]:
-    """torch.compile case `name` on CPU tensors, forward and backward; the errors of the output
-    and of each gradient against float64 eager, relative to the largest reference magnitude."""
+def run_compiled(name: str, dtype: torch.dtype, device: str = "cpu") -> list[float]:
+    """torch.compile case `name` on `device` tensors, forward and backward; the errors of the
+    output and of each gradient against float64 eager on CPU, relative to the largest reference
+    magnitude."""
     fn = CASES[name]
     ins, n_grad = inputs(name, random_gen(dtype))
-    leaves = [t.clone().requires_grad_() for t in ins[:n_grad]]
-    out = torch.compile(fn)(*leaves, *ins[n_grad:])
+    leaves = [t.to(device, copy=True).requires_grad_() for t in ins[:n_grad]]
+    out = torch.compile(fn)(*leaves, *(t.to(device) for t in ins[n_grad:]))
     grad_out = random_gen(dtype)(tuple(out.shape), 1.0, 0.0)
-    out.backward(grad_out)
+    out.backward(grad_out.to(device))
     ref_leaves = [t.double().requires_grad_() for t in ins[:n_grad]]
     ref = fn(*ref_leaves, *ins[n_grad:])
     ref.backward(grad_out.double())
     errors = []
     for got, want in [(out, ref)] + [(a.grad, r.grad) for a, r in zip(leaves, ref_leaves, strict=True)]:
         assert got is not None and want is not None and got.dtype == dtype, (name, got)
-        errors.append(((got.double() - want).abs().max() / want.abs().max()).item())
+        errors.append(((got.detach().cpu().double() - want).abs().max() / want.abs().max()).item())
     return errors
 
 

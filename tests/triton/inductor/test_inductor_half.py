@@ -10,7 +10,7 @@ rejects. `triton_mps.inductor.enable()` corrects the answer for `mps` while enab
   block; forward and backward) compile for (fake) `mps` tensors on Linux: looped reductions,
   float32 accumulators, and Inductor's runtime dtype/shape/NaN asserts in every kernel.
 - The same graphs run on CPU tensors through triton-mps (`cpu_backend="triton"`), forward and
-  backward, against float64 eager.
+  backward, against float64 eager; on a Mac (the `mac` marker) also on `mps` tensors.
 
 Graphs and drivers: half_graphs.py. Each test runs in a process of its own.
 """
@@ -113,7 +113,7 @@ def test_half_graphs(tmp_path, dtype, rng):
         tol = hg.TOLERANCE[torch.{dtype}]
         for name in hg.CASES:
             with triton_mps.profile() as prof:
-                errors, seconds = hg.timed(lambda: hg.run_on_cpu(name, torch.{dtype}))
+                errors, seconds = hg.timed(lambda: hg.run_compiled(name, torch.{dtype}))
             print("cpu", name, "errors", " ".join(f"{{e:.1e}}" for e in errors), "launches", len(prof),
                   f"{{seconds:.1f}} s", flush=True)
             assert len(prof) > 0, name
@@ -125,3 +125,29 @@ def test_half_graphs(tmp_path, dtype, rng):
     assert out.count("mps ") == 5 and "all within" in out, out
     cpu_code = [p.read_text() for p in (tmp_path / "inductor").rglob("*.py")]
     assert any("for r0_offset in " in c and "type='cpu'" in c for c in cpu_code), "no looped CPU reduction"
+
+
+@pytest.mark.mac
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_half_graphs_on_mps(tmp_path, dtype, rng):
+    """The same graphs on `mps` tensors, run by the GPU (the self-hosted Mac job)."""
+    seed = int(rng.integers(2**31))
+    out = _run(f"""
+        import torch
+        import triton_mps
+        import triton_mps.inductor as ti
+        import half_graphs as hg
+
+        ti.enable(mps=True)
+        torch.manual_seed({seed})
+        tol = hg.TOLERANCE[torch.{dtype}]
+        for name in hg.CASES:
+            with triton_mps.profile() as prof:
+                errors = hg.run_compiled(name, torch.{dtype}, "mps")
+            print("mps", name, "errors", " ".join(f"{{e:.1e}}" for e in errors), "launches", len(prof), flush=True)
+            assert len(prof) > 0, name
+            assert max(errors) <= tol, (name, errors, tol)
+        print("all within", tol)
+    """, tmp_path)
+    print(out)
+    assert "all within" in out, out
