@@ -118,30 +118,20 @@ Binding bind_scalar(const Pipeline& pipe, size_t arg_no, const Arg& arg, const P
   return b;
 }
 
-// Builds the dispatch or throws; touches no stream state.
-Dispatch build_dispatch(const Device& device, const std::shared_ptr<Pipeline>& pipeline, const std::vector<Arg>& args,
-                        const LaunchConfig& config) {
-  if (!pipeline) throw InvalidArgument("launch: no pipeline");
-  const Pipeline& pipe = *pipeline;
-  const DeviceInfo& info = device.info();
+// The dispatch's bindings: each argument to its [[buffer(n)]] parameter (scalars as bytes, or
+// packed into one argument buffer at config.pack_scalars_at), within Metal's binding limit.
+void bind_arguments(Dispatch& d, const Pipeline& pipe, const DeviceInfo& info, const std::vector<Arg>& args,
+                    const LaunchConfig& config) {
   const std::string kernel = kernel_of(pipe);
-
-  // --- the kernel's buffer parameters, in binding order --------------------------------------
   std::vector<const ParamInfo*> buffer_params;
-  std::vector<const ParamInfo*> threadgroup_params;
-  for (const ParamInfo& p : pipe.params()) {
+  for (const ParamInfo& p : pipe.params())
     if (p.kind == ParamInfo::Kind::Buffer) buffer_params.push_back(&p);
-    if (p.kind == ParamInfo::Kind::Threadgroup) threadgroup_params.push_back(&p);
-  }
   std::stable_sort(buffer_params.begin(), buffer_params.end(),
                    [](const ParamInfo* a, const ParamInfo* b) { return a->index < b->index; });
 
   const uint32_t max_bindings =
       info.max_buffer_bindings ? std::min(info.max_buffer_bindings, kMaxBufferBindings) : kMaxBufferBindings;
   const bool packing = config.pack_scalars_at >= 0;
-
-  Dispatch d;
-  d.pipeline = pipeline;
 
   if (!packing) {
     if (args.size() != buffer_params.size()) {
@@ -228,8 +218,11 @@ Dispatch build_dispatch(const Device& device, const std::shared_ptr<Pipeline>& p
                           std::to_string(max_bindings - 1));
     }
   }
+}
 
-  // --- threads ------------------------------------------------------------------------------
+// Threads per threadgroup within Metal's, the device's and the pipeline's limits.
+void check_threads(const Pipeline& pipe, const DeviceInfo& info, const LaunchConfig& config) {
+  const std::string kernel = kernel_of(pipe);
   uint64_t max_threads = kMaxThreadsPerGroup;
   if (info.max_threads_per_threadgroup) max_threads = std::min<uint64_t>(max_threads, info.max_threads_per_threadgroup);
   if (pipe.max_total_threads_per_threadgroup())
@@ -247,8 +240,12 @@ Dispatch build_dispatch(const Device& device, const std::shared_ptr<Pipeline>& p
     throw LimitExceeded(kernel + ": " + std::to_string(threads) + " threads per threadgroup exceeds the limit of " +
                         std::to_string(max_threads) + " for this pipeline");
   }
+}
 
-  // --- threadgroup memory -------------------------------------------------------------------
+// Threadgroup memory: each [[threadgroup(n)]] length rounded to Metal's granule, every
+// threadgroup parameter given a size, the total within the limits.
+void size_threadgroup_memory(Dispatch& d, const Pipeline& pipe, const DeviceInfo& info, const LaunchConfig& config) {
+  const std::string kernel = kernel_of(pipe);
   uint64_t max_tg_memory = kMaxThreadgroupMemory;
   if (info.max_threadgroup_memory) max_tg_memory = std::min<uint64_t>(max_tg_memory, info.max_threadgroup_memory);
   uint64_t tg_memory = pipe.static_threadgroup_memory();
@@ -258,7 +255,9 @@ Dispatch build_dispatch(const Device& device, const std::shared_ptr<Pipeline>& p
     d.threadgroup_memory.emplace_back(index, rounded);
     tg_memory += rounded;
   }
-  for (const ParamInfo* p : threadgroup_params) {
+  for (const ParamInfo& param : pipe.params()) {
+    if (param.kind != ParamInfo::Kind::Threadgroup) continue;
+    const ParamInfo* p = &param;
     bool given = std::any_of(config.threadgroup_memory.begin(), config.threadgroup_memory.end(),
                              [&](const auto& e) { return e.first == p->index && e.second > 0; });
     if (!given) {
@@ -271,7 +270,17 @@ Dispatch build_dispatch(const Device& device, const std::shared_ptr<Pipeline>& p
                         std::to_string(pipe.static_threadgroup_memory()) + " static); the limit is " +
                         std::to_string(max_tg_memory));
   }
+}
 
+// Builds the dispatch or throws; touches no stream state.
+Dispatch build_dispatch(const Device& device, const std::shared_ptr<Pipeline>& pipeline, const std::vector<Arg>& args,
+                        const LaunchConfig& config) {
+  if (!pipeline) throw InvalidArgument("launch: no pipeline");
+  Dispatch d;
+  d.pipeline = pipeline;
+  bind_arguments(d, *pipeline, device.info(), args, config);
+  check_threads(*pipeline, device.info(), config);
+  size_threadgroup_memory(d, *pipeline, device.info(), config);
   d.threadgroups = config.threadgroups;
   d.threads_per_group = config.threads_per_group;
   return d;
