@@ -541,3 +541,27 @@ def test_validation_is_on_before_any_metal_device_exists():
                        env={**env, "TRITON_MPS_METAL_VALIDATION": "1"})
     assert r.returncode == 0, r.stderr[-3000:]
     assert "Metal shader validation (TRITON_MPS_METAL_VALIDATION): Invalid device store" in r.stdout, r.stdout
+
+
+def test_archive_misses_from_threads_compile_at_the_same_time(emu, monkeypatch):
+    # Issue 28 item 5: a miss compiled into the one binary archive with its mutex held, so misses
+    # from several threads (background prebuilds, autotuning configs) compiled one after another.
+    # Each emulated compile takes 500 ms here; an archive used by two threads at once is a
+    # violation (checked by the fixture).
+    from concurrent.futures import ThreadPoolExecutor
+
+    source = f"// {time.time_ns()}\n" + ADD1  # keys no earlier run put into the on-disk archive
+    triton_mps.compile_msl(source, "add1", emu)  # the simulator compiles the source once, untimed
+    monkeypatch.setenv("TRITON_MPS_EMU_COMPILE_MS", "500")
+
+    def build(threads: int) -> float:
+        start = time.perf_counter()
+        triton_mps.compile_msl(source, "add1", emu, max_threads=threads)  # part of the archive's key
+        return time.perf_counter() - start
+
+    start = time.perf_counter()
+    with ThreadPoolExecutor(4) as pool:
+        each = list(pool.map(build, [32, 64, 96, 128]))
+    wall = time.perf_counter() - start
+    # One after another: >= 2 s. At the same time: about one compile.
+    assert wall < 1.25, (wall, each)
