@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from triton.language import core
 
-from ..math_functions import FUNCTIONS
+from ..math_functions import FUNCTIONS as _FUNCTIONS
 
 _F = ("fp32", "fp16", "bf16")
 
@@ -50,7 +50,7 @@ def _call(name: str, args, table: dict, _semantic, to_bool: bool = False):
 
 
 # the symbols that also take fp64: those whose row in the math table has an fp64 lowering
-_F64 = frozenset(fn.symbol for fn in FUNCTIONS if fn.takes_f64)
+_F64 = frozenset(fn.symbol for fn in _FUNCTIONS if fn.takes_f64)
 
 
 def _same(sym: str, arity: int, types=_F) -> dict:
@@ -100,7 +100,7 @@ _G = globals()
 
 # ---- float -> float: the math table's `libdevice` names (arguments and result one float type) ----
 _FN = {1: _fn1, 2: _fn2, 3: _fn3, 4: _fn4}
-for _row in FUNCTIONS:
+for _row in _FUNCTIONS:
     for _name in _row.libdevice_names:
         _table = _same(_row.symbol, _row.arity)
         if _name == "pow":  # pow(float, int32) as CUDA's powi

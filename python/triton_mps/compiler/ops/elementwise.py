@@ -38,7 +38,8 @@ def as_float(ctx, v, r) -> str:
         return fp8_to_float(ctx, t, x)
     if isinstance(t, ScalarType) and t.name == "f64":  # ulong bits: never native arithmetic
         ctx.error(None, "float64 operands of this operation are not supported (software float64 covers "
-                        "arithmetic, comparisons, conversions and the math functions listed in compiler/mslib/fp64.py)")
+                        "arithmetic, comparisons, conversions and the math functions whose row in "
+                        "triton_mps/math_functions.py has an f64 lowering)")
     return f"(float){x}" if _is_small_float(t) else x
 
 

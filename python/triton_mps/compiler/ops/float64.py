@@ -26,11 +26,11 @@ def _args(ctx, op, r) -> list[str]:
     return [ctx.expr(v, r) for v in op.operands]
 
 
-_BINARY = {"arith.addf": "tmps_f64_add", "arith.subf": "tmps_f64_sub", "arith.mulf": "tmps_f64_mul",
-           "arith.divf": "tmps_f64_div", "tt.precise_divf": "tmps_f64_div",
-           "arith.maximumf": "tmps_f64_maximum", "arith.minimumf": "tmps_f64_minimum",
-           "arith.maxnumf": "tmps_f64_maxnum", "arith.minnumf": "tmps_f64_minnum", "arith.remf": "tmps_f64_fmod"}
-_UNARY = {"tt.precise_sqrt": "tmps_f64_sqrt"}
+# ops that are one call of a library function
+_CALLS = {"arith.addf": "tmps_f64_add", "arith.subf": "tmps_f64_sub", "arith.mulf": "tmps_f64_mul",
+          "arith.divf": "tmps_f64_div", "tt.precise_divf": "tmps_f64_div", "tt.precise_sqrt": "tmps_f64_sqrt",
+          "arith.maximumf": "tmps_f64_maximum", "arith.minimumf": "tmps_f64_minimum",
+          "arith.maxnumf": "tmps_f64_maxnum", "arith.minnumf": "tmps_f64_minnum", "arith.remf": "tmps_f64_fmod"}
 # the math.* ops: their rows' `f64` in the math table (triton_mps/math_functions.py)
 _MATH = {name: fn.f64 for name, fn in BY_MATH_OP.items() if fn.f64}
 _MATH_HINT = {"math.absf": "abs"}  # the variable name of the op's value; else the op's name
@@ -51,8 +51,7 @@ def _calls(table: dict[str, str]):
     return lower
 
 
-f64_lowers(*_BINARY)(_calls(_BINARY))
-f64_lowers(*_UNARY)(_calls(_UNARY))
+f64_lowers(*_CALLS)(_calls(_CALLS))
 
 
 @f64_lowers(*_MATH)
