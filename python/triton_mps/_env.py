@@ -79,6 +79,8 @@ VARIABLES: dict[str, tuple[Callable[[str], bool], str]] = {
                                     "a size in MiB >= 0 (the Metal binary archive's cap)"),
     "TRITON_MPS_SIM_POISON": (_is_flag, FLAG_VALUES),
     "TRITON_MPS_DOT": (lambda v: v.strip().lower() in ("", "auto", "fma", "simdgroup"), "auto, fma or simdgroup"),
+    "TRITON_MPS_EMU_COMPILE_MS": (lambda v: v.strip().isdigit() and int(v) <= 600_000,
+                                  "a number of milliseconds from 0 to 600000 (tests)"),
     "TRITON_MPS_EMU_MACOS": (lambda v: re.fullmatch(r"\d+(\.\d+)?", v.strip()) is not None, "a version like 15.0"),
     "MPS_MAX_POOL_SIZE": (_is_bytes, "a byte count such as 0, 1048576, 512M or 4G"),
     "MPS_MAX_BUFFER_AGE": (lambda v: v.strip().isdigit(), "a number of milliseconds"),
