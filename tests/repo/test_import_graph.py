@@ -27,3 +27,21 @@ def test_the_check_finds_a_circle(tmp_path: Path) -> None:
     (pkg / "c.py").write_text("from .a import b\n")
     edges = check_imports.graph(tmp_path)
     assert check_imports.circles(edges) == [["pkg.a", "pkg.b"]]
+
+
+def test_no_forbidden_import_in_python() -> None:
+    # The language layer never imports the compiler; the math-function table imports nothing of ours.
+    bad = check_imports.forbidden(check_imports.graph(REPO / "python"))
+    assert not bad, "forbidden imports (tools/check_imports.py FORBIDDEN): " + ", ".join(f"{a} -> {b}" for a, b in bad)
+
+
+def test_the_check_finds_a_forbidden_import(tmp_path: Path) -> None:
+    pkg = tmp_path / "triton_mps"
+    (pkg / "language").mkdir(parents=True)
+    (pkg / "compiler").mkdir()
+    for f in ("__init__.py", "language/__init__.py", "compiler/__init__.py", "compiler/ops.py"):
+        (pkg / f).write_text("")
+    (pkg / "language" / "libdevice.py").write_text("from ..compiler import ops\n")
+    found = check_imports.forbidden(check_imports.graph(tmp_path))
+    assert ("triton_mps.language.libdevice", "triton_mps.compiler") in found or any(
+        a == "triton_mps.language.libdevice" and b.startswith("triton_mps.compiler") for a, b in found), found
