@@ -1,6 +1,6 @@
 // The device interface shared by the Metal backend (macOS, metal-cpp) and the CPU simulator.
 //
-// Everything above this header (pool, pipeline cache, Stream, Python bindings) is written
+// Everything above this header (pool, pipeline cache, Launcher, Python bindings) is written
 // once against it. A backend implements: raw shared-storage buffers, building a pipeline from
 // MSL source, and executing a batch of encoded dispatches.
 #pragma once

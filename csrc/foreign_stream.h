@@ -1,10 +1,10 @@
 // Launching into another framework's GPU stream (PyTorch's MPS stream), and the ordering rules
-// between that stream and the device's own Stream.
+// between that stream and the device's own Launcher.
 //
 // A launch that binds a torch `mps` tensor is encoded into the command buffer PyTorch is
 // recording, on PyTorch's serial dispatch queue: it is then ordered after every PyTorch op
 // issued before it and before every op issued after it, with no CPU wait. Launches that bind
-// only our own buffers, numpy arrays or CPU tensors go to our own Stream (queue and batching).
+// only our own buffers, numpy arrays or CPU tensors go to our own Launcher (queue and batching).
 // LaunchRouter keeps the two ordered (README "Ordering of launches"):
 //  1. a launch on the foreign stream first waits for our own stream if that holds any work
 //     (a kernel there may have written a buffer this launch reads: two queues are not ordered);
@@ -60,7 +60,7 @@ enum class LaunchWait {
 
 class LaunchRouter {
  public:
-  explicit LaunchRouter(Stream& own) : own_(own) {}
+  explicit LaunchRouter(Launcher& own) : own_(own) {}
 
   void set_foreign(std::shared_ptr<ForeignStream> foreign);  // null: none (waits for the old one first)
   std::shared_ptr<ForeignStream> foreign() const;
@@ -79,7 +79,7 @@ class LaunchRouter {
   size_t foreign_pending() const;
 
  private:
-  Stream& own_;
+  Launcher& own_;
   std::mutex own_launch_mu_;  // rule 6; taken before mu_
   mutable std::mutex mu_;     // foreign-stream state; held across waits for the foreign stream
   mutable std::mutex foreign_ptr_mu_;  // foreign_ itself (written under mu_ too), for foreign()

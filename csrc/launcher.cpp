@@ -1,4 +1,4 @@
-// Stream: validates a launch against the kernel's parameters and Metal's limits, builds the
+// Launcher: validates a launch against the kernel's parameters and Metal's limits, builds the
 // dispatch (bindings, packed scalars), and encodes it into an open batch that is committed
 // lazily. All checks run before anything is encoded, so a rejected launch leaves no trace.
 #include "launcher.h"
@@ -288,11 +288,11 @@ Dispatch build_dispatch(const Device& device, const std::shared_ptr<Pipeline>& p
 
 }  // namespace
 
-Stream::Stream(std::shared_ptr<Device> device) : device_(std::move(device)) {
-  if (!device_) throw InvalidArgument("Stream needs a device");
+Launcher::Launcher(std::shared_ptr<Device> device) : device_(std::move(device)) {
+  if (!device_) throw InvalidArgument("Launcher needs a device");
 }
 
-Stream::~Stream() {
+Launcher::~Launcher() {
   // Wait so that batches do not outlive the stream; errors nobody asked for are dropped.
   try {
     synchronize();
@@ -300,7 +300,7 @@ Stream::~Stream() {
   }
 }
 
-std::shared_ptr<DispatchTiming> Stream::launch(const std::shared_ptr<Pipeline>& pipeline, const std::vector<Arg>& args,
+std::shared_ptr<DispatchTiming> Launcher::launch(const std::shared_ptr<Pipeline>& pipeline, const std::vector<Arg>& args,
                                                const LaunchConfig& config, bool timed) {
   Dispatch d = build_dispatch(*device_, pipeline, args, config);
   std::shared_ptr<DispatchTiming> timing = timed ? std::make_shared<DispatchTiming>() : nullptr;
@@ -318,12 +318,12 @@ std::shared_ptr<DispatchTiming> Stream::launch(const std::shared_ptr<Pipeline>& 
   return timing;
 }
 
-Dispatch Stream::prepare(const std::shared_ptr<Pipeline>& pipeline, const std::vector<Arg>& args,
+Dispatch Launcher::prepare(const std::shared_ptr<Pipeline>& pipeline, const std::vector<Arg>& args,
                          const LaunchConfig& config) const {
   return build_dispatch(*device_, pipeline, args, config);
 }
 
-void Stream::commit_locked() {
+void Launcher::commit_locked() {
   // Bound the work in flight (Metal queues hold a limited number of command buffers too):
   // past this many committed batches, wait for the oldest before adding another.
   constexpr size_t kMaxInFlight = 32;
@@ -348,12 +348,12 @@ void Stream::commit_locked() {
   }
 }
 
-void Stream::commit() {
+void Launcher::commit() {
   std::lock_guard<std::mutex> lock(mu_);
   commit_locked();
 }
 
-void Stream::synchronize() {
+void Launcher::synchronize() {
   std::lock_guard<std::mutex> sync_lock(sync_mu_);
   std::deque<std::unique_ptr<Batch>> batches;
   std::exception_ptr first;
@@ -377,16 +377,16 @@ void Stream::synchronize() {
   if (first) std::rethrow_exception(first);
 }
 
-size_t Stream::pending() const {
+size_t Launcher::pending() const {
   std::lock_guard<std::mutex> lock(mu_);
   return open_ ? open_->size() : 0;
 }
 
-void Stream::set_commit_threshold(size_t n) {
+void Launcher::set_commit_threshold(size_t n) {
   std::lock_guard<std::mutex> lock(mu_);
   threshold_ = n;
 }
 
-const std::shared_ptr<Device>& Stream::device() const { return device_; }
+const std::shared_ptr<Device>& Launcher::device() const { return device_; }
 
 }  // namespace tmps

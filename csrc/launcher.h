@@ -1,4 +1,4 @@
-// Stream: validates and binds arguments, packs scalars, encodes dispatches into
+// Launcher: validates and binds arguments, packs scalars, encodes dispatches into
 // an open batch and commits lazily (on synchronize, on a pending-work threshold, before the
 // host reads). Never commit-and-wait per launch. The simulator runs through this same code.
 #pragma once
@@ -47,10 +47,10 @@ struct LaunchConfig {
   int pack_scalars_at = -1;
 };
 
-class Stream {
+class Launcher {
  public:
-  explicit Stream(std::shared_ptr<Device> device);
-  ~Stream();
+  explicit Launcher(std::shared_ptr<Device> device);
+  ~Launcher();
 
   // Validate `args` against the pipeline's parameters (count, buffer vs scalar, sizes known
   // to the backend, Metal's limits) and encode the dispatch. Throws InvalidArgument or

@@ -26,7 +26,7 @@ struct DeviceContext {
   std::shared_ptr<Device> device;
   std::shared_ptr<BufferPool> pool;
   std::unique_ptr<PipelineCache> cache;
-  std::unique_ptr<Stream> stream;
+  std::unique_ptr<Launcher> stream;
   // Routes launches between `stream` and a foreign stream (PyTorch's MPS stream on Metal).
   std::unique_ptr<LaunchRouter> router;
   bool foreign_looked_up = false;       // tried to attach PyTorch's MPS stream (Metal)
@@ -38,7 +38,7 @@ struct DeviceContext {
       : device(std::move(d)),
         pool(std::make_shared<BufferPool>(device, PoolConfig::from_env())),
         cache(std::make_unique<PipelineCache>(device)),
-        stream(std::make_unique<Stream>(device)),
+        stream(std::make_unique<Launcher>(device)),
         router(std::make_unique<LaunchRouter>(*stream)) {
     std::weak_ptr<BufferPool> weak = pool;
     pressure = std::make_unique<MemoryPressureWatch>([weak](MemoryPressureWatch::Level level) {

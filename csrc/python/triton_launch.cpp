@@ -12,7 +12,7 @@
 // into scratch space the launcher owns; a torch tensor costs one call (data_ptr()) when it is
 // the tensor this argument had last time (a per-slot cache validated by a weak reference and
 // the data pointer), else a few more (its storage's address and size). Static checks against
-// the pipeline (argument count and kinds, Metal's limits) run through Stream::launch once per
+// the pipeline (argument count and kinds, Metal's limits) run through Launcher::launch once per
 // pipeline; later launches check only what can change (offsets inside storage, scalar ranges).
 // Only a launch that runs something builds the dispatch (which owns its buffers until done).
 //
@@ -411,7 +411,7 @@ class TritonLauncher {
   LaunchWait wait_ = LaunchWait::Default;
   std::vector<Bound> bound_;
   bool busy_ = false;  // a call is using bound_ (see call())
-  std::shared_ptr<Pipeline> validated_;  // the pipeline the plan was checked against (Stream::launch)
+  std::shared_ptr<Pipeline> validated_;  // the pipeline the plan was checked against (Launcher::launch)
   PyObject* last_function_ = nullptr;    // strong; the TritonFunction object seen last
   DataPtrCall data_ptr_;
   TritonFunction* last_fn_ = nullptr;

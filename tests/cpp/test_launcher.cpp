@@ -1,4 +1,4 @@
-// Stream: argument validation, binding layout, scalar packing, Metal limits, batching, errors.
+// Launcher: argument validation, binding layout, scalar packing, Metal limits, batching, errors.
 #include <gtest/gtest.h>
 
 #include <cstddef>
@@ -51,7 +51,7 @@ bool contains(const std::string& s, const std::string& part) { return s.find(par
 
 TEST(Launcher, BindsInIndexOrderWithOffsets) {
   auto dev = std::make_shared<FakeDevice>();
-  Stream s(dev);
+  Launcher s(dev);
   auto args = add_args(*dev);
   LaunchConfig cfg;
   cfg.threadgroups = {4, 1, 1};
@@ -84,7 +84,7 @@ TEST(Launcher, BindsInIndexOrderWithOffsets) {
 
 TEST(Launcher, BufferMayHoldAConstantScalar) {
   auto dev = std::make_shared<FakeDevice>();
-  Stream s(dev);
+  Launcher s(dev);
   auto args = add_args(*dev);
   args[3] = buffer_arg(make_buffer(*dev, 8), 4);  // exactly 4 bytes left: fits an int
   s.launch(add_kernel(), args, LaunchConfig{});
@@ -100,7 +100,7 @@ TEST(Launcher, BufferMayHoldAConstantScalar) {
 
 TEST(Launcher, WrongCountNamesParameters) {
   auto dev = std::make_shared<FakeDevice>();
-  Stream s(dev);
+  Launcher s(dev);
   auto args = add_args(*dev);
   args.pop_back();
   std::string m = message_of<InvalidArgument>([&] { s.launch(add_kernel(), args, LaunchConfig{}); });
@@ -111,7 +111,7 @@ TEST(Launcher, WrongCountNamesParameters) {
 
 TEST(Launcher, ScalarForDevicePointerIsRejected) {
   auto dev = std::make_shared<FakeDevice>();
-  Stream s(dev);
+  Launcher s(dev);
   auto args = add_args(*dev);
   args[1] = scalar_arg<float>(1.0f);
   std::string m = message_of<InvalidArgument>([&] { s.launch(add_kernel(), args, LaunchConfig{}); });
@@ -123,7 +123,7 @@ TEST(Launcher, ScalarForDevicePointerIsRejected) {
 
 TEST(Launcher, ScalarSizeMustMatchType) {
   auto dev = std::make_shared<FakeDevice>();
-  Stream s(dev);
+  Launcher s(dev);
   auto args = add_args(*dev);
   args[3] = scalar_arg<int64_t>(10);
   std::string m = message_of<InvalidArgument>([&] { s.launch(add_kernel(), args, LaunchConfig{}); });
@@ -133,7 +133,7 @@ TEST(Launcher, ScalarSizeMustMatchType) {
 
 TEST(Launcher, OffsetsMustLieInsideTheBuffer) {
   auto dev = std::make_shared<FakeDevice>();
-  Stream s(dev);
+  Launcher s(dev);
   auto args = add_args(*dev);
   args[0].offset = 65;
   std::string m = message_of<InvalidArgument>([&] { s.launch(add_kernel(), args, LaunchConfig{}); });
@@ -151,7 +151,7 @@ TEST(Launcher, OffsetsMustLieInsideTheBuffer) {
 
 TEST(Launcher, ThreadLimits) {
   auto dev = std::make_shared<FakeDevice>();
-  Stream s(dev);
+  Launcher s(dev);
   auto args = add_args(*dev);
   LaunchConfig cfg;
   cfg.threads_per_group = {32, 32, 2};  // 2048
@@ -173,7 +173,7 @@ TEST(Launcher, ThreadLimits) {
 
 TEST(Launcher, ThreadgroupMemoryLimits) {
   auto dev = std::make_shared<FakeDevice>();
-  Stream s(dev);
+  Launcher s(dev);
   auto pipe = std::make_shared<FakePipeline>(
       "reduce", std::vector<ParamInfo>{device_ptr("x", 0), threadgroup_ptr("scratch", 0)}, 1024, 16384);
   std::vector<Arg> args{buffer_arg(make_buffer(*dev, 64))};
@@ -195,7 +195,7 @@ TEST(Launcher, ThreadgroupMemoryLimits) {
 
 TEST(Launcher, TooManyBindingsWithoutPacking) {
   auto dev = std::make_shared<FakeDevice>();
-  Stream s(dev);
+  Launcher s(dev);
   std::vector<ParamInfo> params;
   std::vector<Arg> args;
   for (uint32_t i = 0; i < 33; ++i) {
@@ -222,7 +222,7 @@ struct PackedExpected {
 
 TEST(Launcher, PacksScalarsLikeACStruct) {
   auto dev = std::make_shared<FakeDevice>();
-  Stream s(dev);
+  Launcher s(dev);
   // 30 buffers at indices 0..29 and the packed struct at 30: 31 bindings for 38 arguments.
   std::vector<ParamInfo> params;
   for (uint32_t i = 0; i < 30; ++i) params.push_back(device_ptr("p" + std::to_string(i), i));
@@ -280,7 +280,7 @@ TEST(Launcher, PacksScalarsLikeACStruct) {
 
 TEST(Launcher, PackingErrors) {
   auto dev = std::make_shared<FakeDevice>();
-  Stream s(dev);
+  Launcher s(dev);
   auto pipe = std::make_shared<FakePipeline>(
       "k", std::vector<ParamInfo>{device_ptr("x", 0), constant_ref("args", 1, "Args", 16)});
   LaunchConfig cfg;
@@ -305,7 +305,7 @@ TEST(Launcher, PackingErrors) {
 
 TEST(Launcher, BatchesCommitAtThreshold) {
   auto dev = std::make_shared<FakeDevice>();
-  Stream s(dev);
+  Launcher s(dev);
   s.set_commit_threshold(3);
   auto args = add_args(*dev);
   for (int i = 0; i < 7; ++i) s.launch(add_kernel(), args, LaunchConfig{});
@@ -335,7 +335,7 @@ TEST(Launcher, BatchesCommitAtThreshold) {
 
 TEST(Launcher, DispatchErrorRethrownOnceAndStreamReusable) {
   auto dev = std::make_shared<FakeDevice>();
-  Stream s(dev);
+  Launcher s(dev);
   s.set_commit_threshold(1);
   auto args = add_args(*dev);
   dev->fail_next_batches = 1;
@@ -355,7 +355,7 @@ TEST(Launcher, DispatchErrorRethrownOnceAndStreamReusable) {
 
 TEST(Launcher, TimedLaunchAndEmptyGrid) {
   auto dev = std::make_shared<FakeDevice>();
-  Stream s(dev);
+  Launcher s(dev);
   auto args = add_args(*dev);
   auto none = s.launch(add_kernel(), args, LaunchConfig{});
   EXPECT_EQ(none, nullptr);
@@ -377,7 +377,7 @@ TEST(Launcher, TimedLaunchAndEmptyGrid) {
 
 TEST(Launcher, ConcurrentLaunches) {
   auto dev = std::make_shared<FakeDevice>();
-  Stream s(dev);
+  Launcher s(dev);
   s.set_commit_threshold(16);
   auto pipe = add_kernel();
   auto args = add_args(*dev);

@@ -1,4 +1,4 @@
-// The native core (Stream, BufferPool, PipelineCache, errors) on the emulated Metal device:
+// The native core (Launcher, BufferPool, PipelineCache, errors) on the emulated Metal device:
 // csrc/metal/ running against csrc/metal_emu/ (Linux builds with zig's clang). Skipped when
 // the build has no emulated device.
 #include <gtest/gtest.h>
@@ -100,7 +100,7 @@ TEST_F(EmulatedMetal, LaunchWithPoolBuffersAndOffsets) {
   auto* xs = static_cast<float*>(x->contents());
   auto* ys = static_cast<float*>(y->contents());
   for (int i = 0; i < 4096; ++i) xs[i] = float(i), ys[i] = 1.0f;
-  Stream s(dev);
+  Launcher s(dev);
   LaunchConfig cfg;
   cfg.threadgroups = {8, 1, 1};
   cfg.threads_per_group = {128, 1, 1};
@@ -132,7 +132,7 @@ TEST_F(EmulatedMetal, ThreadgroupMemory) {
   auto x = pool->allocate(256 * 4), out = pool->allocate(4 * 4);
   auto* xs = static_cast<float*>(x->contents());
   for (int i = 0; i < 256; ++i) xs[i] = float(i % 7);
-  Stream s(dev);
+  Launcher s(dev);
   LaunchConfig cfg;
   cfg.threadgroups = {4, 1, 1};
   cfg.threads_per_group = {64, 1, 1};
@@ -151,7 +151,7 @@ TEST_F(EmulatedMetal, ThreadgroupMemory) {
 TEST_F(EmulatedMetal, LimitsAndBadOffsets) {
   auto p = cache->get(kSource, "axpy", {});
   auto x = pool->allocate(64), y = pool->allocate(64);
-  Stream s(dev);
+  Launcher s(dev);
   LaunchConfig cfg;
   cfg.threads_per_group = {2048, 1, 1};
   EXPECT_THROW(s.launch(p, {buffer(x), buffer(y), scalar(1.0f), scalar(uint32_t(1))}, cfg), LimitExceeded);
@@ -163,7 +163,7 @@ TEST_F(EmulatedMetal, DispatchErrorSurfacesOnceAndStreamStaysUsable) {
   auto bad = cache->get(kSource, "divergent", {});
   auto good = cache->get(kSource, "axpy", {});
   auto x = pool->allocate(64 * 4), y = pool->allocate(64 * 4);
-  Stream s(dev);
+  Launcher s(dev);
   LaunchConfig cfg;
   cfg.threads_per_group = {64, 1, 1};
   s.launch(bad, {buffer(x)}, cfg);
@@ -183,7 +183,7 @@ TEST_F(EmulatedMetal, DispatchErrorSurfacesOnceAndStreamStaysUsable) {
 TEST_F(EmulatedMetal, TimedLaunches) {
   auto p = cache->get(kSource, "axpy", {});
   auto x = pool->allocate(1024), y = pool->allocate(1024);
-  Stream s(dev);
+  Launcher s(dev);
   LaunchConfig cfg;
   cfg.threads_per_group = {64, 1, 1};
   std::vector<std::shared_ptr<DispatchTiming>> timings;
