@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from . import ops  # noqa: F401  (registers every lowering)
 from .abi import ArgInfo, CompiledMSL, uses_device_fence
-from .coherence import COHERENT_HELPER, COHERENT_KEY, COHERENT_POINTERS
-from .effects import effect_threads, module_uses_debug, module_uses_locks, written_args
+from .coherence import COHERENT_HELPER, COHERENT_KEY, COHERENT_POINTERS, device_ptr
+from .effects import effect_threads, module_uses_debug, module_uses_device_fence, module_uses_locks, written_args
 from .errors import CompilationError
-from .ir import read_module
+from .ir import Function, Module, read_module
 from .lowering import SCRATCH_BUDGET, KernelState, LoweringContext, function_body
 from .mslib import fp64
 from .names import legal_kernel_name
@@ -46,6 +48,53 @@ using namespace metal;
 """
 
 
+@dataclass(frozen=True)
+class Options:
+    """The compile options a lowering reads (Triton's, through backend/compiler.py)."""
+
+    # Bytes of threadgroup memory the lowerings may plan with (the kernel config's
+    # shared_memory); None: Metal's 32 KiB (lowering.scratch_limit).
+    scratch_limit: int | None = None
+    # Triton's enable_fp_fusion: mul+add pairs become fma() (ops/elementwise.py).
+    fp_fusion: bool = True
+
+
+@dataclass
+class Bindings:
+    """The kernel's [[buffer]] bindings (abi.py): one per runtime argument, or the scalars packed
+    into one struct, then the hidden buffers."""
+
+    params: list[str]  # kernel parameters of the arguments (and the packed struct)
+    args: list[ArgInfo]
+    exprs: list[str]  # the MSL expression each function argument is read as
+    fields: list[str]  # the packed struct's fields ([] when not packed)
+    pack_at: int  # the packed struct's binding, -1 if none
+    debug: int | None  # tmps_dbg's binding when the module has asserts or prints
+    locks: int | None  # tmps_locks's binding when the module has 64-bit atomics
+
+
+@dataclass
+class Plan:
+    """What the analysis of the TTGIR module decides before the one lowering pass."""
+
+    kernel_name: str  # Triton's name (errors)
+    msl_name: str  # the MSL function's name (names.legal_kernel_name)
+    num_warps: int
+    module: Module
+    func: Function  # the public function
+    names: list[str]  # runtime argument names, in func.args order
+    bindings: Bindings
+    coherent: bool  # device-scope fences: every pointer coherent(device) (coherence.py)
+    options: Options
+
+
+@dataclass
+class Lowered:
+    state: KernelState
+    prologue: list[str]
+    body: list[str]
+
+
 def compile_ttgir(mod, *, num_warps: int, signature: dict, constants: dict, kernel_name: str,
                   context=None, scratch_limit: int | None = None, enable_fp_fusion: bool = True) -> CompiledMSL:
     """Lower the public function of a TTGIR module to one MSL kernel for Triton's `kernel_name`.
@@ -57,55 +106,47 @@ def compile_ttgir(mod, *, num_warps: int, signature: dict, constants: dict, kern
     (the kernel config's shared_memory; None: Metal's 32 KiB): every lowering that stages
     through threadgroup memory plans within it. `enable_fp_fusion` (Triton's option): a float
     multiply whose only use is an add or subtract in the same block becomes one fma(); off,
-    every multiply and add rounds."""
-    token = SCRATCH_BUDGET.set(scratch_limit)  # lowering.scratch_limit() reads it
-    try:
-        def lower() -> CompiledMSL:
-            return _compile_ttgir(mod, num_warps=num_warps, signature=signature, constants=constants,
-                                  kernel_name=kernel_name, context=context, enable_fp_fusion=enable_fp_fusion)
+    every multiply and add rounds.
 
-        compiled = lower()
-        if not uses_device_fence(compiled.msl):
-            return compiled
-        # Ordering between threadgroups: lowered again with coherent(device) pointers (coherence.py).
-        # Whether a fence is emitted is known only after lowering; such kernels are rare.
-        coherent = COHERENT_POINTERS.set(True)
-        try:
-            return lower()
-        finally:
-            COHERENT_POINTERS.reset(coherent)
-    finally:
-        SCRATCH_BUDGET.reset(token)
-
-
-def _compile_ttgir(mod, *, num_warps: int, signature: dict, constants: dict, kernel_name: str,
-                   context=None, enable_fp_fusion: bool = True) -> CompiledMSL:
+    Three steps: plan (analyse the module: bindings, hidden buffers, coherence, options), lower
+    (one pass over the public function, reading the plan), assemble (the MSL text)."""
     if context is None:
         context = mod.context if hasattr(mod, "context") else None
     module = read_module(mod, context, num_warps)
+    plan = plan_kernel(module, num_warps=num_warps, signature=signature, kernel_name=kernel_name,
+                       options=Options(scratch_limit=scratch_limit, fp_fusion=enable_fp_fusion))
+    return assemble(plan, lower(plan))
+
+
+def plan_kernel(module: Module, *, num_warps: int, signature: dict, kernel_name: str, options: Options) -> Plan:
+    """Analyse the module before lowering it: its public function, the bindings, whether it
+    needs the hidden buffers and device coherence. Rejects what cannot be lowered."""
     publics = [f for f in module.functions.values() if f.public]
     if len(publics) != 1:
         raise CompilationError(f"expected one public function, found {len(publics)}", kernel=kernel_name)
     func = publics[0]
     _check_elements_per_thread(module, kernel_name, num_warps)
-    state = KernelState(kernel_name, num_warps, module)
-    state.fp_fusion = enable_fp_fusion
-    if COHERENT_POINTERS.get():
-        state.helpers[COHERENT_KEY] = COHERENT_HELPER  # first: every pointer type uses it
-
     # Tuple arguments are flattened, depth first, as Triton's function takes them; the launcher
     # flattens the call's arguments the same way (ArgInfo.signature_index counts the leaves).
     leaves = flatten_signature(signature)
+    # Triton drops constexpr args (and args specialised as constants) from the function.
+    names = [n for n, t in leaves if t != "constexpr"][: len(func.args)]
+    if len(names) != len(func.args):
+        raise CompilationError(f"the signature names {len(names)} runtime arguments, the kernel has "
+                               f"{len(func.args)}", kernel=kernel_name)
+    coherent = module_uses_device_fence(module)
+    bindings = _plan_bindings(func, names, leaves, kernel_name, debug=module_uses_debug(module),
+                              locks=module_uses_locks(module), coherent=coherent)
+    return Plan(kernel_name, legal_kernel_name(kernel_name), num_warps, module, func, names, bindings,
+                coherent=coherent, options=options)
+
+
+def _plan_bindings(func: Function, names: list[str], leaves: list, kernel_name: str, *, debug: bool,
+                   locks: bool, coherent: bool) -> Bindings:
+    """One binding per argument (+ the debug buffer and lock table). Over Metal's 31, scalars are packed."""
     sig_types = dict(leaves)
     sig_index = {n: i for i, (n, _) in enumerate(leaves)}
-    # Triton drops constexpr args (and args specialised as constants) from the function.
-    names = [n for n, t in leaves if t != "constexpr"]
-    if len(names) > len(func.args):
-        names = names[: len(func.args)]
-    # Bindings: one per argument (+ the debug buffer). Over Metal's 31, scalars are packed.
-    wants_debug = module_uses_debug(module)
-    wants_locks = module_uses_locks(module)
-    hidden = int(wants_debug) + int(wants_locks)
+    hidden = int(debug) + int(locks)
     n_ptr = sum(isinstance(v.type, PointerType) for v in func.args)
     n_scalar = len(func.args) - n_ptr
     pack = len(func.args) + hidden > MAX_BINDINGS
@@ -117,15 +158,12 @@ def _compile_ttgir(mod, *, num_warps: int, signature: dict, constants: dict, ker
             kernel=kernel_name)
     params, args_info, arg_exprs, fields = [], [], [], []
     next_binding = 0
-    if len(names) != len(func.args):
-        raise CompilationError(f"the signature names {len(names)} runtime arguments, the kernel has "
-                               f"{len(func.args)}", kernel=kernel_name)
     for i, (name, v) in enumerate(zip(names, func.args, strict=True)):
         _check_arg_type(name, v.type, kernel_name)
         sig = str(sig_types.get(name, ""))
         if isinstance(v.type, PointerType):
             msl_t = v.type.pointee.msl()
-            params.append(f"{v.type.msl()} arg{i} [[buffer({next_binding})]]")
+            params.append(f"{device_ptr(msl_t, coherent)} arg{i} [[buffer({next_binding})]]")
             args_info.append(ArgInfo(name, "pointer", msl_t, next_binding, sig_index.get(name, i)))
             arg_exprs.append(f"arg{i}")
             next_binding += 1
@@ -156,57 +194,84 @@ def _compile_ttgir(mod, *, num_warps: int, signature: dict, constants: dict, ker
         pack_at = next_binding
         params.append(f"constant tmps_args_t& tmps_args [[buffer({pack_at})]]")
         next_binding += 1
-    debug_binding = next_binding
+    # The hidden buffers follow the arguments: the debug buffer, then the lock table.
+    return Bindings(params, args_info, arg_exprs, fields, pack_at, debug=next_binding if debug else None,
+                    locks=next_binding + int(debug) if locks else None)
+
+
+def lower(plan: Plan) -> Lowered:
+    """The one lowering pass over the public function, with the plan's options and coherence."""
+    state = KernelState(plan.kernel_name, plan.num_warps, plan.module)
+    state.fp_fusion = plan.options.fp_fusion
+    if plan.coherent:
+        state.helpers[COHERENT_KEY] = COHERENT_HELPER  # first: every pointer type uses it
 
     def on_return(ctx: LoweringContext, op):
         ctx.e.line("return;")
 
-    prologue, body = function_body(state, func, [[x] for x in arg_exprs], on_return=on_return)
+    # PointerType.msl() and lowering.scratch_limit() read these where no context reaches.
+    budget, coherent = SCRATCH_BUDGET.set(plan.options.scratch_limit), COHERENT_POINTERS.set(plan.coherent)
+    try:
+        prologue, body = function_body(state, plan.func, [[x] for x in plan.bindings.exprs], on_return=on_return)
+    finally:
+        COHERENT_POINTERS.reset(coherent)
+        SCRATCH_BUDGET.reset(budget)
     if any(k.startswith("tmps_f64") for k in state.helpers):
-        fp64.notice(kernel_name)
+        fp64.notice(plan.kernel_name)
+    return Lowered(state, prologue, body)
+
+
+def assemble(plan: Plan, lowered: Lowered) -> CompiledMSL:
+    """The MSL text of the kernel (prelude, packed struct, helpers, callees, the kernel) and what
+    the launcher needs to bind it."""
+    state, b = lowered.state, plan.bindings
+    params = list(b.params)
     debug = None
     if state.debug_sites:
-        if not wants_debug or debug_binding >= MAX_BINDINGS:  # the scan above and lowering disagree
-            raise CompilationError("internal: debug buffer binding not reserved", kernel=kernel_name)
-        params.append(f"device uint* tmps_dbg [[buffer({debug_binding})]]")
-        debug = debug_ops.metadata(state, debug_binding)
+        if b.debug is None or b.debug >= MAX_BINDINGS:  # the plan and lowering disagree
+            raise CompilationError("internal: debug buffer binding not reserved", kernel=plan.kernel_name)
+        params.append(f"device uint* tmps_dbg [[buffer({b.debug})]]")
+        debug = debug_ops.metadata(state, b.debug)
     locks = None
-    if wants_locks:  # also when only a callee uses it: calls pass the table on (control_flow.py)
-        lock_binding = debug_binding + int(wants_debug)
-        if lock_binding >= MAX_BINDINGS:
-            raise CompilationError("internal: lock table binding not reserved", kernel=kernel_name)
-        params.append(f"device atomic_uint* tmps_locks [[buffer({lock_binding})]]")
-        locks = {"binding": lock_binding, "words": memory_ops.LOCK_WORDS}
+    if b.locks is not None:  # also when only a callee uses it: calls pass the table on (control_flow.py)
+        if b.locks >= MAX_BINDINGS:
+            raise CompilationError("internal: lock table binding not reserved", kernel=plan.kernel_name)
+        params.append(f"device atomic_uint* tmps_locks [[buffer({b.locks})]]")
+        locks = {"binding": b.locks, "words": memory_ops.LOCK_WORDS}
     params += [
         "uint3 tmps_pid [[threadgroup_position_in_grid]]",
         "uint3 tmps_npid [[threadgroups_per_grid]]",
         "uint tmps_tid [[thread_index_in_threadgroup]]",
     ]
     out = [_PRELUDE]
-    if fields:
+    if b.fields:
         # Natural alignment, in order: the launcher's packing rule (csrc/launcher.h).
-        out.append("struct tmps_args_t {\n" + "\n".join(fields) + "\n};")
+        out.append("struct tmps_args_t {\n" + "\n".join(b.fields) + "\n};")
     out += list(state.helpers.values())
     out += list(state.functions_emitted.values())
-    msl_name = legal_kernel_name(kernel_name)
-    hint = _effect_threads_hint(state, func, wants_debug or wants_locks, prologue + body)
+    hidden = b.debug is not None or b.locks is not None
+    hint = _effect_threads_hint(state, plan.func, hidden, lowered.prologue + lowered.body)
     if hint:
         out.append(hint)
-    out.append(f"kernel void {msl_name}(" + ",\n    ".join(params) + ") {")
-    if state.scratch_bytes or state.functions_emitted:
+    out.append(f"kernel void {plan.msl_name}(" + ",\n    ".join(params) + ") {")
+    uses_smem = bool(state.scratch_bytes or state.functions_emitted)
+    if uses_smem:
         words = max(state.scratch_bytes, 16) // 8
         out.append(f"  threadgroup ulong tmps_smem_words[{words}];")
         out.append("  threadgroup uchar* tmps_smem = (threadgroup uchar*)tmps_smem_words;")
     out.append("  uint tmps_lane = tmps_tid & 31u;")
     out.append("  uint tmps_warp = tmps_tid >> 5u;")
-    out += ["  " + p for p in prologue]
-    out += body
+    out += ["  " + p for p in lowered.prologue]
+    out += lowered.body
     out.append("}")
     msl = "\n".join(out) + "\n"
-    return CompiledMSL(msl=msl, name=msl_name, num_warps=num_warps,
-                       shared=max(state.scratch_bytes, 16) if (state.scratch_bytes or state.functions_emitted) else 0,
-                       args=args_info, pack_scalars_at=pack_at, debug=debug, locks=locks,
-                       written=[names[i] for i in sorted(written_args(func))])
+    if uses_device_fence(msl) != plan.coherent:  # effects.module_uses_device_fence and ops/memory.py disagree
+        what = "planned but not emitted" if plan.coherent else "emitted but not planned"
+        raise CompilationError(f"internal: device fences {what}", kernel=plan.kernel_name)
+    return CompiledMSL(msl=msl, name=plan.msl_name, num_warps=plan.num_warps,
+                       shared=max(state.scratch_bytes, 16) if uses_smem else 0,
+                       args=b.args, pack_scalars_at=b.pack_at, debug=debug, locks=locks,
+                       written=[plan.names[i] for i in sorted(written_args(plan.func))])
 
 
 def _effect_threads_hint(state: KernelState, func, hidden_buffers: bool, lines: list[str]) -> str:

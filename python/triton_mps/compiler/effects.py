@@ -1,6 +1,7 @@
 """Module analyses the compiler and launcher act on: which pointer arguments a kernel may write
 through (for read-only arrays at launch), which threads can have a side effect, and whether a
-module needs the hidden debug buffer or the 64-bit-atomics lock table (abi.py).
+module needs the hidden debug buffer or the 64-bit-atomics lock table (abi.py) or device-scope
+fences (coherence.py).
 
 Written arguments:
 
@@ -163,13 +164,33 @@ def module_uses_debug(module: Module) -> bool:
     return module.any_op(lambda op: op.name in DEBUG_OPS)
 
 
+def _is_atomic64(op: Op) -> bool:
+    if op.name not in ("tt.atomic_rmw", "tt.atomic_cas") or not op.results:
+        return False
+    t = elem_of(op.results[0].type)
+    return isinstance(t, ScalarType) and t.bits == 64
+
+
 def module_uses_locks(module: Module) -> bool:
     """Whether any function has a 64-bit atomic (the lock table, ops/memory.py)."""
+    return module.any_op(_is_atomic64)
 
-    def is_atomic64(op) -> bool:
-        if op.name not in ("tt.atomic_rmw", "tt.atomic_cas") or not op.results:
-            return False
-        t = elem_of(op.results[0].type)
-        return isinstance(t, ScalarType) and t.bits == 64
 
-    return module.any_op(is_atomic64)
+# ---- device-scope ordering (decided before lowering: coherence.py) -----------------------------
+
+_ORDERING_SEMS = ("acq_rel", "release", "acquire")
+
+
+def _fences(op: Op) -> bool:
+    if op.name in ("tt.atomic_rmw", "tt.atomic_cas"):
+        # Triton's default semantics is acq_rel; a 64-bit atomic's lock helper fences anyway.
+        return op.attrs.get("sem", "acq_rel") in _ORDERING_SEMS or _is_atomic64(op)
+    return op.name == "tt.atomic_poll" and op.attrs.get("sem") == "acquire"
+
+
+def module_uses_device_fence(module: Module) -> bool:
+    """Whether lowering the module emits a device-scope fence (TMPS_DEVICE_FENCE, ops/memory.py):
+    an atomic_rmw or atomic_cas with release or acquire semantics (Triton's default acq_rel) or on
+    64 bits (the lock helper fences), or an acquire atomic_poll. Such a kernel is lowered with
+    coherent(device) pointers (coherence.py); the driver checks the MSL agrees."""
+    return module.any_op(_fences)
