@@ -24,6 +24,9 @@ CHECK = ROOT / "tools" / "macos_check.py"
 IMPL = ROOT / "csrc" / "metal" / "metal_impl.cpp"
 SDK_LISTS = ROOT / "tools" / "macos_sdk_symbols"
 SDKS = ("14.5", "15.5", "26.0")
+# Libraries with no real symbol list in an SDK (linked against tools/macos_stubs/tbd/ instead), in
+# the check's FRAMEWORKS order; tools/macos_sdk_symbols/README.md says why each is missing.
+STUBBED = {"14.5": "Foundation, libobjc", "15.5": "Foundation, QuartzCore, libobjc", "26.0": "Foundation"}
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -65,6 +68,8 @@ def test_tree_compiles_and_links_for_every_sdk():
     assert r.returncode == 0, r.stdout + r.stderr
     for sdk in SDKS:
         assert f"macOS {sdk} SDK: OK: _core.dylib linked" in r.stdout, r.stdout
+        assert (f"macOS {sdk} SDK: no real symbol list for {STUBBED[sdk]}: linked against the "
+                "hand-written stubs") in r.stdout, r.stdout
     assert "TUs compiled" in r.stdout
 
 
@@ -101,6 +106,19 @@ def test_sdk_symbol_lists():
         assert ("_MTLLogStateErrorDomain" in names) == (sdk != "14.5")
         assert ("_MTLTensorDomain" in names) == (sdk == "26.0")
         assert (SDK_LISTS / sdk / "availability.txt").exists()
+        stubbed = set(STUBBED[sdk].split(", "))
+        for library in ("Metal", "Foundation", "CoreFoundation", "QuartzCore", "libobjc"):
+            assert (SDK_LISTS / sdk / f"{library}.txt").exists() == (library not in stubbed), (sdk, library)
+        cf = set((SDK_LISTS / sdk / "CoreFoundation.txt").read_text().splitlines())
+        assert "# install-name: /System/Library/Frameworks/CoreFoundation.framework/Versions/A/CoreFoundation" in cf
+        assert {"_CFRelease", "_CFRetain", "_CFStringCreateWithCString", "_kCFAllocatorDefault",
+                "_kCFRunLoopDefaultMode"} <= cf
+        assert ("_CFAllocatorCreateWithZone" in cf) == (sdk == "26.0")
+        assert ("_CFAllocatorAllocateTyped" in cf) == (sdk != "14.5")
+        if "QuartzCore" not in stubbed:
+            ca = set((SDK_LISTS / sdk / "QuartzCore.txt").read_text().splitlines())
+            assert "# install-name: /System/Library/Frameworks/QuartzCore.framework/Versions/A/QuartzCore" in ca
+            assert {"_CACurrentMediaTime", "_CATransform3DIdentity", "_kCAGravityResize"} <= ca
 
 
 def test_availability_prelude_leaves_each_sdk_its_own_macros(tmp_path):
