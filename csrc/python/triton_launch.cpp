@@ -27,6 +27,7 @@
 
 #include <array>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <optional>
 #include <string>
@@ -211,6 +212,89 @@ const Names& names() {
   return *n;
 }
 
+// The memory a torch tensor argument binds: one rule for every path (Triton launches here; the
+// MSL Kernel and binding.py through _core.torch_tensor_region). A tensor binds its whole
+// untyped storage with the kernel's pointer at data_ptr() (CUDA's rule: a kernel may address
+// any byte of the allocation). An `mps` storage's data_ptr() is its MTLBuffer handle, not an
+// address, and data_ptr() lies storage_offset() * element_size() bytes into it (platform facts).
+// A tensor through which nothing can be addressed (an empty storage, or a zero-element view
+// whose data_ptr() lies outside its storage, as torch gives x[8:]) binds Empty: a placeholder
+// buffer of no bytes on the simulator, so memcheck reports any access through it.
+struct TensorRegion {
+  enum class Kind { Empty, Host, Native };
+  Kind kind = Kind::Empty;
+  uint64_t base = 0;    // Host: the storage's address; Native: its MTLBuffer handle
+  uint64_t bytes = 0;   // the storage's size (Host, Native)
+  uint64_t offset = 0;  // bytes from the storage's start to data_ptr()
+  bool mps = false;     // an `mps` tensor (also when Empty): the launch goes to PyTorch's stream
+};
+
+// The region torch tensor `t` (data_ptr() == `data_ptr`) binds on a device (`simulator` or
+// Metal); throws InvalidArgument starting with `where()` for a tensor that cannot be bound.
+// (`where` names the argument only when needed: a launch binding a new tensor pays nothing for it.)
+template <class Where>
+TensorRegion torch_tensor_region(PyObject* t, uint64_t data_ptr, bool simulator, const Where& where) {
+  const Names& nm = names();
+  const bool is_cpu = attr_bool(t, nm.is_cpu);
+  const bool is_mps = !is_cpu && attr_bool(t, nm.is_mps);
+  if (!is_cpu && !is_mps) {
+    throw InvalidArgument(where() + " is a tensor on device '" + py_str(nb::handle(t).attr("device")) + "'; the " +
+                          (simulator ? "simulator takes CPU tensors" : "Metal device takes 'mps' and CPU tensors"));
+  }
+  if (is_mps && simulator) {
+    throw InvalidArgument(where() + " is an 'mps' tensor, but the kernel runs on the simulator, which takes CPU "
+                          "tensors (set TRITON_MPS_DEVICE=metal on a Mac)");
+  }
+  PyObject* self[2] = {nullptr, t};
+  nb::object storage = nb::steal(
+      PyObject_VectorcallMethod(nm.untyped_storage, self + 1, 1 | PY_VECTORCALL_ARGUMENTS_OFFSET, nullptr));
+  if (!storage.is_valid()) throw nb::python_error();
+  TensorRegion r;
+  r.base = call_u64(storage.ptr(), nm.data_ptr);
+  r.bytes = call_u64(storage.ptr(), nm.nbytes);
+  std::string outside;  // why data_ptr() is not in the storage
+  if (is_mps) {
+    const uint64_t index = call_u64(t, nm.storage_offset);
+    r.offset = index * call_u64(t, nm.element_size);
+    if (r.offset > r.bytes)
+      outside = "storage_offset() " + std::to_string(index) + " (" + std::to_string(r.offset) +
+                " bytes) is outside the tensor's storage of " + std::to_string(r.bytes) + " bytes";
+  } else {
+    r.offset = data_ptr - r.base;
+    if (data_ptr < r.base || r.offset > r.bytes) {
+      char range[160];
+      std::snprintf(range, sizeof range, "data_ptr() 0x%llx is outside the tensor's storage [0x%llx, 0x%llx)",
+                    static_cast<unsigned long long>(data_ptr), static_cast<unsigned long long>(r.base),
+                    static_cast<unsigned long long>(r.base + r.bytes));
+      outside = range;
+    }
+  }
+  if (!outside.empty()) {
+    const uint64_t numel = call_u64(t, nm.numel);
+    if (numel != 0)
+      throw InvalidArgument(where() + ": " + outside + ", and the tensor has " + std::to_string(numel) +
+                            " elements (only a tensor without elements may point elsewhere)");
+    r = TensorRegion{};  // nothing can be addressed through it
+  } else if (r.bytes != 0) {
+    r.kind = is_mps ? TensorRegion::Kind::Native : TensorRegion::Kind::Host;
+  } else {
+    r = TensorRegion{};
+  }
+  r.mps = is_mps;
+  return r;
+}
+
+// What a pointer through which nothing may be addressed binds (an empty tensor, None): on the
+// simulator a buffer of 0 bytes, so that memcheck reports any access; Metal binds a small real
+// buffer at every [[buffer(n)]] (16 bytes from the pool).
+std::shared_ptr<RawBuffer> empty_binding(DeviceContext& ctx) {
+  if (ctx.device->info().is_simulator) {
+    alignas(16) static unsigned char nothing[16];
+    return std::shared_ptr<RawBuffer>(ctx.device->wrap_host_memory(nothing, 0));
+  }
+  return ctx.pool->allocate(16);
+}
+
 // How one bound Triton argument is passed; built once per kernel.
 struct Slot {
   enum class Kind { Skip, Pointer, Scalar };
@@ -220,13 +304,10 @@ struct Slot {
   std::optional<ScalarType> scalar;  // Kind::Scalar
   size_t arg = 0;                    // index among the kernel's (non-skip) arguments
 
-  // Pointer slots: the torch tensor bound last time (weak), and what was read from it.
+  // Pointer slots: the torch tensor bound last time (weak), and the region it binds.
   PyObject* weak = nullptr;
   uint64_t data_ptr = 0;
-  uint64_t storage_ptr = 0;    // host address (CPU) or MTLBuffer handle (mps)
-  uint64_t storage_bytes = 0;  // 0: an empty tensor (a placeholder is bound)
-  uint64_t offset = 0;         // bytes from the storage's start to data_ptr
-  bool is_mps = false;
+  TensorRegion region;
 };
 
 // One kernel argument of the current launch (scratch owned by the launcher, reused).
@@ -467,13 +548,13 @@ class TritonLauncher {
     if (tensor_type && PyObject_TypeCheck(obj, reinterpret_cast<PyTypeObject*>(tensor_type))) {
       if (use_cache) {
         bind_tensor(obj, s, b, *ctx, true);
-        (s.is_mps ? uses_mps : uses_host_tensor) = true;
+        (s.region.mps ? uses_mps : uses_host_tensor) = true;
       } else {
         Slot tmp;
         tmp.name = s.name;
         tmp.msl_type = s.msl_type;
         bind_tensor(obj, tmp, b, *ctx, false);
-        (tmp.is_mps ? uses_mps : uses_host_tensor) = true;
+        (tmp.region.mps ? uses_mps : uses_host_tensor) = true;
       }
       return;
     }
@@ -491,7 +572,7 @@ class TritonLauncher {
       throw InvalidArgument(who(s) + " is a pointer (" + s.msl_type + "*); got the number " +
                             nb::cast<std::string>(nb::repr(nb::handle(obj))));
     // numpy/MLX/DLPack arrays, objects with data_ptr(): bound by the Python binder of last
-    // resort (python/triton_mps/binding.py), whose rule for a torch tensor is read_tensor's.
+    // resort (python/triton_mps/binding.py), which binds a torch tensor by torch_tensor_region too.
     nb::object r = fallback_(nb::handle(obj), s.name, kernel_, nb::cast(ctx));
     if (!nb::isinstance<BufferRef>(r))
       throw InvalidArgument(who(s) + ": the pointer fallback returned a " + py_type_name(r) + ", not a Buffer");
@@ -506,59 +587,24 @@ class TritonLauncher {
   }
 
   void bind_tensor(PyObject* t, Slot& s, Bound& b, DeviceContext& ctx, bool remember) {
-    const Names& nm = names();
-    const uint64_t data_ptr = data_ptr_(t, nm.data_ptr);
+    const uint64_t data_ptr = data_ptr_(t, names().data_ptr);
     if (!(s.weak && weak_target(s.weak) == t && s.data_ptr == data_ptr)) read_tensor(t, s, data_ptr, ctx, remember);
     b.owner = t;
     b.buffer.reset();
-    if (s.storage_bytes == 0) {
-      b.what = Bound::What::Placeholder;  // an empty tensor: nothing to address
-      return;
-    }
-    b.what = s.is_mps ? Bound::What::Native : Bound::What::Host;
-    b.base = s.storage_ptr;
-    b.bytes = s.storage_bytes;
-    b.offset = s.offset;
+    const TensorRegion& r = s.region;
+    b.what = r.kind == TensorRegion::Kind::Native ? Bound::What::Native
+             : r.kind == TensorRegion::Kind::Host ? Bound::What::Host
+                                                  : Bound::What::Placeholder;  // nothing to address
+    b.base = r.base;
+    b.bytes = r.bytes;
+    b.offset = r.offset;
   }
 
-  // The storage behind tensor `t` (a cache miss): device, address, size, offset.
+  // A cache miss: the region tensor `t` binds (torch_tensor_region), remembered for the slot.
   void read_tensor(PyObject* t, Slot& s, uint64_t data_ptr, DeviceContext& ctx, bool remember) {
-    const Names& nm = names();
     Py_CLEAR(s.weak);
-    const bool sim = ctx.device->info().is_simulator;
-    const bool is_cpu = attr_bool(t, nm.is_cpu);
-    const bool is_mps = !is_cpu && attr_bool(t, nm.is_mps);
-    if (!is_cpu && !is_mps) {
-      throw InvalidArgument(who(s) + " is a tensor on device '" + py_str(nb::handle(t).attr("device")) + "'; the " +
-                            (sim ? "simulator takes CPU tensors" : "Metal device takes 'mps' tensors"));
-    }
-    if (is_mps && sim) {
-      throw InvalidArgument(who(s) + " is an 'mps' tensor, but the kernel runs on the simulator, which takes CPU "
-                            "tensors (set TRITON_MPS_DEVICE=metal on a Mac)");
-    }
-    PyObject* self[2] = {nullptr, t};
-    nb::object storage = nb::steal(
-        PyObject_VectorcallMethod(nm.untyped_storage, self + 1, 1 | PY_VECTORCALL_ARGUMENTS_OFFSET, nullptr));
-    if (!storage.is_valid()) throw nb::python_error();
-    s.is_mps = is_mps;
-    s.storage_ptr = call_u64(storage.ptr(), nm.data_ptr);
-    s.storage_bytes = call_u64(storage.ptr(), nm.nbytes);
+    s.region = torch_tensor_region(t, data_ptr, ctx.device->info().is_simulator, [&] { return who(s); });
     s.data_ptr = data_ptr;
-    if (is_mps) {
-      // On MPS the storage pointer is the MTLBuffer handle, not an address (platform facts).
-      s.offset = call_u64(t, nm.storage_offset) * call_u64(t, nm.element_size);
-      if (s.offset > s.storage_bytes) throw InvalidArgument(who(s) + ": storage_offset() is past its storage");
-    } else {
-      // A kernel may address any byte of the allocation, as on CUDA: the whole storage is bound
-      // (the rule binding.py states for every path).
-      if (data_ptr < s.storage_ptr || data_ptr - s.storage_ptr > s.storage_bytes) {
-        // A zero-element view's pointer need not lie in its storage (torch.cat of an empty
-        // tensor): nothing can be addressed through it, so it binds as an empty tensor.
-        if (call_u64(t, nm.numel) != 0) throw InvalidArgument(who(s) + ": data_ptr() is outside the tensor's storage");
-        s.storage_bytes = 0;
-      }
-      s.offset = s.storage_bytes == 0 ? 0 : data_ptr - s.storage_ptr;
-    }
     if (!remember) return;
     s.weak = PyWeakref_NewRef(t, nullptr);  // no cache for objects without weak references
     if (!s.weak) PyErr_Clear();
@@ -603,16 +649,8 @@ class TritonLauncher {
           a.offset = b.offset;
           a.size = b.size;
           break;
-        case Bound::What::Placeholder:
-          // A pointer Triton will not dereference (None, or an empty tensor): nothing may be
-          // addressed through it. On the simulator a 0-byte buffer, so that memcheck reports any
-          // access; Metal binds a small real buffer at every [[buffer(n)]].
-          if (ctx.device->info().is_simulator) {
-            alignas(16) static unsigned char nothing[16];
-            a.buffer = std::shared_ptr<RawBuffer>(ctx.device->wrap_host_memory(nothing, 0));
-          } else {
-            a.buffer = ctx.pool->allocate(16);
-          }
+        case Bound::What::Placeholder:  // None, or an empty tensor: nothing may be addressed through it
+          a.buffer = empty_binding(ctx);
           break;
         case Bound::What::Host: {
           std::unique_ptr<RawBuffer> inner = ctx.device->wrap_host_memory(reinterpret_cast<void*>(b.base), b.bytes);
@@ -722,6 +760,26 @@ void bind_triton_launcher(nb::module_& m) {
            "wait: -1 default (own stream waits, PyTorch's MPS stream does not), 0 never, 1 always.")
       .def_prop_ro("kernel", &TritonLauncher::kernel)
       .def_prop_ro("threads", &TritonLauncher::threads);
+
+  m.def("torch_tensor_region", [](nb::handle t, DeviceContext& device, const std::string& where) {
+        const TensorRegion r = torch_tensor_region(t.ptr(), call_u64(t.ptr(), names().data_ptr),
+                                                   device.device->info().is_simulator, [&] { return where; });
+        const char* kind = r.kind == TensorRegion::Kind::Host     ? "host"
+                           : r.kind == TensorRegion::Kind::Native ? "native"
+                                                                  : "empty";
+        return nb::make_tuple(kind, r.base, r.bytes, r.offset);
+      }, "tensor"_a, "device"_a, "where"_a,
+      "The memory torch tensor `tensor` binds on `device` (the rule: triton_launch.cpp torch_tensor_region): "
+      "(kind, base, nbytes, offset), kind 'host' (base: an address), 'native' (base: an MTLBuffer handle) or "
+      "'empty' (nothing addressable: bind empty_binding(device)); offset: bytes from base to data_ptr(). Raises "
+      "InvalidArgument starting with `where` for a tensor that cannot be bound.");
+  m.def("empty_binding", [](DeviceContext& device) {
+        std::shared_ptr<RawBuffer> raw = empty_binding(device);
+        const uint64_t n = device.device->info().is_simulator ? 0 : raw->length();
+        return BufferRef{std::move(raw), 0, n};
+      }, "device"_a,
+      "The buffer a pointer through which nothing may be addressed binds (an empty tensor): 0 bytes on the "
+      "simulator (memcheck reports any access), a small pooled buffer on Metal.");
 
   m.def("triton_timing_capture", [](bool on) {
     capture().enabled = on;

@@ -5,9 +5,13 @@ tensors and triton_mps buffers itself and hands everything else to `bind` (its p
 - `triton_mps.Buffer`: itself.
 - torch tensor: its whole untyped storage, with the kernel's pointer at `data_ptr()` (CUDA's
   rule: a kernel may address any byte of the allocation, also below its pointer; memcheck
-  bounds an access by the region bound). The native launcher (csrc/python/triton_launch.cpp
-  `read_tensor`) applies the same rule on its fast path. An `mps` tensor's storage is bound as
-  its MTLBuffer (its data_ptr() is that handle, not an address).
+  bounds an access by the region bound). An `mps` tensor's storage is bound as its MTLBuffer
+  (its data_ptr() is that handle, not an address). A tensor through which nothing can be
+  addressed (an empty storage; a zero-element view whose data_ptr() lies outside its storage)
+  binds a placeholder of no bytes, so that memcheck reports any access through it; a tensor
+  with elements whose data_ptr() lies outside its storage is refused. The rule has one
+  implementation, `torch_tensor_region` (csrc/python/triton_launch.cpp), which the native
+  launcher applies on its fast path and `bind_tensor` here through `_core`.
 - numpy arrays and other arrays (buffer protocol, DLPack, `__array_interface__`, MLX; arrays.py):
   in place, from the first element to the end of the last (zero-copy: a strided view is bound
   from its first element); an array made by `triton_mps.empty` as a view of its pool buffer.
@@ -36,7 +40,7 @@ def bind(obj: Any, device: _core.Device, where: str, writes: bool = True) -> Buf
     if isinstance(obj, Buffer):
         return obj
     if is_torch_tensor(obj):
-        return bind_tensor(obj, device)
+        return bind_tensor(obj, device, where)
     if is_foreign_array(obj):
         return bind_array(obj, device, where, writes)
     if hasattr(obj, "data_ptr"):
@@ -45,24 +49,15 @@ def bind(obj: Any, device: _core.Device, where: str, writes: bool = True) -> Buf
         f"{where} is a pointer; got {type(obj).__name__} (pass a tensor, numpy array or triton_mps buffer)")
 
 
-def bind_tensor(t: Any, device: _core.Device) -> Buffer:
-    """A torch tensor: its whole storage, the kernel's pointer at data_ptr()."""
-    kind = t.device.type
-    if kind not in ("cpu", "mps"):
-        raise _core.InvalidArgument(f"tensors on device '{t.device}' cannot be bound: use cpu or mps tensors")
-    if kind == "mps" and device.is_simulator:
-        raise _core.InvalidArgument("an 'mps' tensor cannot be bound on the simulator; use a CPU tensor")
-    storage = t.untyped_storage()
-    lo, size = int(storage.data_ptr()), int(storage.nbytes())
-    if kind == "mps":
-        # On MPS the storage pointer is the MTLBuffer handle, not an address (platform facts).
-        # The tensor stays alive until the kernel completed: torch may reuse its buffer otherwise.
-        offset = t.storage_offset() * t.element_size()
-        return device.wrap_native(lo, offset, max(size - offset, 1), t)
-    ptr = int(t.data_ptr())
-    if not lo <= ptr <= lo + size:  # a zero-element view's pointer need not lie in its storage
-        return device.wrap_host(ptr, 1, t)
-    return _view_at(device.wrap_host(lo, max(size, 1), t), ptr - lo)
+def bind_tensor(t: Any, device: _core.Device, where: str) -> Buffer:
+    """A torch tensor: its whole storage, the kernel's pointer at data_ptr() (the rule:
+    `_core.torch_tensor_region`). The tensor is kept alive with the buffer."""
+    kind, base, nbytes, offset = _core.torch_tensor_region(t, device, where)
+    if kind == "host":
+        return _view_at(device.wrap_host(base, nbytes, t), offset)
+    if kind == "native":
+        return device.wrap_native(base, offset, nbytes - offset, t)
+    return _core.empty_binding(device)
 
 
 def bind_array(obj: Any, device: _core.Device, where: str, writes: bool = True) -> Buffer:
@@ -101,7 +96,7 @@ def _bind_data_ptr(obj: Any, device: _core.Device, where: str) -> Buffer:
             break
         base = base.base
     if base is not obj and is_torch_tensor(base):
-        return bind_tensor(base, device)
+        return bind_tensor(base, device, where)
     region = _region_of(obj)
     if region is None:
         raise _core.InvalidArgument(f"{where}: a {type(obj).__name__} has data_ptr() but no size (nbytes, "

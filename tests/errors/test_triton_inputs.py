@@ -147,6 +147,23 @@ def test_meta_tensor(mps_driver, bad):
     _copy_ok()
 
 
+class _PointsElsewhere(torch.Tensor):
+    def data_ptr(self) -> int:  # noqa: D102
+        return 64  # outside its storage (torch itself gives that only to tensors without elements)
+
+
+@bad_input("tensor with elements outside its storage",
+           given="a torch.Tensor subclass of 100 elements whose data_ptr() lies outside its storage",
+           raises="triton_mps.InvalidArgument", says="is outside the tensor's storage [")
+def test_tensor_outside_its_storage(mps_driver, bad):
+    x, y = _inputs()
+    with bad.expect() as info:
+        shifted_copy[(2,)](x.as_subclass(_PointsElsewhere), y, 100, 0, BLOCK=64)
+    assert "kernel 'shifted_copy': argument 'x': data_ptr() 0x40" in str(info.value), str(info.value)
+    assert "and the tensor has 100 elements" in str(info.value), str(info.value)
+    _copy_ok()
+
+
 @bad_input("read-only array as an output (Triton)", given="a read-only np.ndarray the kernel stores through",
            raises="triton_mps.InvalidArgument", says="is a read-only ndarray, but the kernel stores through it")
 def test_read_only_array_as_output(mps_driver, bad):
