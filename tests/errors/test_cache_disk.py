@@ -11,16 +11,15 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-import shutil
 import subprocess
 import sys
 import textwrap
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from bad_input import bad_input
+from mounts import mounted, read_only_view
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -79,20 +78,6 @@ def fallback_dir(out: str) -> Path:
     found = re.search(r"temporary directory '([^']+)'", out)
     assert found, out
     return Path(found.group(1))
-
-
-@contextlib.contextmanager
-def mounted(args: list[str], target: Path) -> Iterator[Path]:
-    target.mkdir(parents=True, exist_ok=True)
-    if os.geteuid() != 0 or not shutil.which("mount"):
-        pytest.skip("needs root to mount a small tmpfs or a read-only bind mount (CI runs as root)")
-    r = subprocess.run(["mount", *args, str(target)], capture_output=True, text=True)
-    if r.returncode != 0:
-        pytest.skip(f"this machine allows no mount here: {r.stderr.strip()}")
-    try:
-        yield target
-    finally:
-        subprocess.run(["umount", "-l", str(target)], check=False)
 
 
 def fill(folder: Path) -> None:
@@ -156,10 +141,7 @@ def test_read_only_cache_serves_hits_and_builds_misses_elsewhere(tmp_path, bad):
     assert "RAN" in out and "WARNING" not in out, out
     built = entries(source / "sim")
     assert len(built) == 1
-    with mounted(["--bind", "-o", "ro", str(source)], tmp_path / "ro") as ro:
-        if not subprocess.run(["mount", "-o", "remount,bind,ro", str(ro)], capture_output=True).returncode == 0:
-            pytest.skip("cannot remount the bind mount read-only")
-        assert not os.access(ro, os.W_OK) or _write_fails(ro)
+    with read_only_view(source, tmp_path / "ro") as ro:
         (tmp_path / "tmp").mkdir()
         out = run_child([old, new], TRITON_MPS_CACHE_DIR=str(ro), TMPDIR=str(tmp_path / "tmp"))
         assert out.count("RAN") == 2, out
@@ -169,15 +151,6 @@ def test_read_only_cache_serves_hits_and_builds_misses_elsewhere(tmp_path, bad):
         assert re.findall(r"TEMP_SO (\d+)", out) == ["0", "1"], out
         assert entries(ro / "sim") == built
         assert not fallback_dir(out).exists()
-
-
-def _write_fails(folder: Path) -> bool:
-    try:
-        (folder / "probe").write_bytes(b"x")
-    except OSError:
-        return True
-    (folder / "probe").unlink()
-    return False
 
 
 # ---- a compiler killed by a signal -------------------------------------------------------------------

@@ -565,3 +565,45 @@ def test_archive_misses_from_threads_compile_at_the_same_time(emu, monkeypatch):
     wall = time.perf_counter() - start
     # One after another: >= 2 s. At the same time: about one compile.
     assert wall < 1.25, (wall, each)
+
+
+_READ_ONLY_CHILD = """
+import sys, warnings
+import triton_mps
+from triton_mps import _core
+warnings.simplefilter("ignore")
+emu = triton_mps.get_device("metal-emu")
+src = "kernel void k(device float* y [[buffer(0)]]) {{ y[0] = {}; }}"
+for v in sys.argv[1:]:
+    before = _core.emu_stats()
+    triton_mps.compile_msl(src.format(v), "k", emu)
+    after = _core.emu_stats()
+    print(v, after["archive_compiles"] - before["archive_compiles"],
+          after["pipelines_from_archive"] - before["pipelines_from_archive"])
+"""
+
+
+def test_read_only_cache_serves_metal_archive_hits(tmp_path):
+    # Issue 30 item 2: a cache baked into an image (read-only) still serves the binary archive's
+    # pipelines; a miss compiles (into an archive in memory) and the failed write costs nothing.
+    import os
+    import subprocess
+    import sys
+
+    from mounts import read_only_view
+
+    def run(cache, *values):
+        r = subprocess.run([sys.executable, "-c", _READ_ONLY_CHILD, *values], capture_output=True, text=True,
+                           timeout=300, env={**os.environ, "TRITON_MPS_CACHE_DIR": str(cache)})
+        assert r.returncode == 0, r.stderr[-3000:]
+        return [line.split() for line in r.stdout.splitlines()]
+
+    source = tmp_path / "cache"
+    old, new = f"{time.time_ns() % 10**9}.0f", f"{time.time_ns() % 10**9 + 1}.5f"
+    assert run(source, old) == [[old, "1", "1"]]  # compiled into the archive, written at exit
+    archives = {p.name: p.read_bytes() for p in (source / "metal").glob("*.metallib-archive")}
+    assert archives
+    with read_only_view(source, tmp_path / "ro") as ro:
+        # The old kernel: loaded from the read-only archive, no compile. The new one compiles.
+        assert run(ro, old, new) == [[old, "0", "1"], [new, "1", "1"]]
+    assert {p.name: p.read_bytes() for p in (source / "metal").glob("*.metallib-archive")} == archives
