@@ -35,6 +35,11 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from .errors import CompilationError
+
+# Buffers Metal binds per kernel: arguments, the packed scalars' struct and the hidden buffers.
+MAX_BINDINGS = 31
+
 
 @dataclass(frozen=True)
 class ArgInfo:
@@ -55,9 +60,9 @@ class CompiledMSL:
     shared: int  # bytes of threadgroup memory the kernel declares
     args: list[ArgInfo] = field(default_factory=list)
     pack_scalars_at: int = -1
-    # Device assert/print sites, or None: {"binding", "capacity", "sites": [...]} (ops/debug.py)
+    # Device assert/print sites, or None: {"binding", "capacity", "sites": [...]} (debug_metadata)
     debug: dict | None = None
-    # 64-bit atomics' lock table, or None: {"binding", "words"} (ops/memory.py)
+    # 64-bit atomics' lock table, or None: {"binding", "words"} (lock_metadata)
     locks: dict | None = None
     # Names of the pointer arguments the kernel may store through (compiler/effects.py).
     written: list[str] = field(default_factory=list)
@@ -66,6 +71,48 @@ class CompiledMSL:
         """JSON-friendly form stored in Triton's kernel metadata."""
         return {"args": [asdict(a) for a in self.args], "pack_scalars_at": self.pack_scalars_at,
                 "debug": self.debug, "locks": self.locks, "written": list(self.written)}
+
+
+# ---- the signature: tuple and tensor-descriptor arguments as their leaves --------------------
+
+def flatten_signature(signature: dict) -> list[tuple[str, object]]:
+    """(name, type) of every leaf of Triton's signature, depth first: a tuple argument `xs` of
+    types (t0, (t1, t2)) gives `xs[0]`, `xs[1][0]`, `xs[1][1]`."""
+    out: list[tuple[str, object]] = []
+
+    def walk(name: str, ty) -> None:
+        if isinstance(ty, tuple):
+            for j, t in enumerate(ty):
+                walk(f"{name}[{j}]", t)
+        elif is_descriptor(ty):
+            out.extend(descriptor_leaves(name, ty))
+        else:
+            out.append((name, ty))
+
+    for n, t in signature.items():
+        walk(str(n), t)
+    return out
+
+
+def is_descriptor(ty) -> bool:
+    return isinstance(ty, str) and ty.startswith("tensordesc")
+
+
+def descriptor_leaves(name: str, ty: str) -> list[tuple[str, str]]:
+    """A host TensorDescriptor argument as the kernel takes it once Triton's
+    rewrite_tensor_descriptor_to_pointer pass has run: base pointer, shape and strides (i64),
+    padding and tf32-rounding flags, then shape (i32) and strides again, in the order of
+    Triton's `decompose_descriptor`, which the launcher uses to pass the values."""
+    from triton.backends.driver import expand_signature
+
+    types = expand_signature([ty], None, "tensordesc")
+    nd = (len(types) - 3) // 4
+    labels = (["base"] + [f"shape{i}" for i in range(nd)] + [f"stride{i}" for i in range(nd)]
+              + ["padding_nan", "round_f32_to_tf32"] + [f"shape{i}#2" for i in range(nd)]
+              + [f"stride{i}#2" for i in range(nd)])
+    if len(labels) != len(types):
+        raise CompilationError(f"argument '{name}': unexpected tensor descriptor layout {types}")
+    return [(f"{name}.{label}", t) for label, t in zip(labels, types, strict=True)]
 
 
 # ---- facts in the MSL text -------------------------------------------------------------------
@@ -156,3 +203,20 @@ def capacity_for(debug: dict, programs: int, threads: int) -> int:
         for shape in [op["shape"] for op in site.get("operands", [])] or [[]]:
             per_program += math.prod(int(d) for d in shape) if shape else threads
     return int(min(max(CAPACITY, per_program * programs), MAX_CAPACITY))
+
+
+def debug_metadata(binding: int, sites: list[dict]) -> dict:
+    """`CompiledMSL.debug`: the record buffer's binding, its print capacity and the sites (in site
+    id order: what each tt.assert / tt.print is, ops/debug.py)."""
+    return {"binding": binding, "capacity": CAPACITY, "sites": list(sites)}
+
+
+# ---- the lock table of 64-bit atomics (ops/memory.py takes the locks, the launcher binds it) ----
+# LOCK_WORDS 32-bit spin locks, one table per device, zero between kernels (ops/memory.py says
+# how an address picks its lock).
+LOCK_WORDS = 1024
+
+
+def lock_metadata(binding: int) -> dict:
+    """`CompiledMSL.locks`: the lock table's binding and its size in words."""
+    return {"binding": binding, "words": LOCK_WORDS}

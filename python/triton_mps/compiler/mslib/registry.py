@@ -17,7 +17,7 @@ from typing import Any
 
 @dataclass(frozen=True)
 class Entry:
-    name: str  # also the key of the emitted helper (compiler/__init__.py looks for "tmps_f64" keys)
+    name: str  # also the key of the emitted helper (compiler/driver.py looks for "tmps_f64" keys)
     deps: tuple[str, ...]  # entries emitted before this one, in this order
     text: str
     defines: frozenset[str]

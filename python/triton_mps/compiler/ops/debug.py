@@ -16,15 +16,10 @@ and the error is raised after it.
 
 from __future__ import annotations
 
-from ..abi import ASSERTS, CAPACITY, HEADER_WORDS, NO_INDEX, PRINTS, RECORD_WORDS
+from ..abi import ASSERTS, HEADER_WORDS, NO_INDEX, PRINTS, RECORD_WORDS
 from ..ir import Op
 from ..lowering import LoweringContext, lowers
 from ..types import PointerType, TensorType, elem_of
-
-
-def metadata(state, binding: int) -> dict:
-    return {"binding": binding, "capacity": CAPACITY, "sites": list(state.debug_sites)}
-
 
 # ---- lowering ----------------------------------------------------------------------------------
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 
+from ..abi import LOCK_WORDS
 from ..axis_info import AxisAnalysis, vector_runs
 from ..coherence import device_ptr
 from ..ir import Op
@@ -218,7 +219,7 @@ _RMW_KINDS = ("fadd", "add", "and", "or", "xor", "max", "min", "umax", "umin", "
 
 # 64-bit atomics. Metal has none except u64 min/max on Apple8+ GPUs, and those return no old
 # value. Every 64-bit atomic_rmw / atomic_cas runs under a spin lock from a per-device table of
-# LOCK_WORDS 32-bit words (`tmps_locks`, bound by the launcher, zero between kernels), chosen
+# abi.LOCK_WORDS 32-bit words (`tmps_locks`, bound by the launcher, zero between kernels), chosen
 # by hashing the address: all 64-bit atomics on one address serialize on one lock, on different
 # addresses mostly on different locks. The data is read and written as two 32-bit atomics
 # inside the critical section (coherent with the previous holder's writes), with device-scope
@@ -236,7 +237,6 @@ _RMW_KINDS = ("fadd", "add", "and", "or", "xor", "max", "min", "umax", "umin", "
 # serialize completely, one lane per round of the loop: a SIMD-group whose 32 lanes hit one
 # address takes 32 rounds. Plain (non-atomic) 64-bit loads may see a half-written value while
 # an atomic is in progress, as with any torn 64-bit access on a 32-bit memory system.
-LOCK_WORDS = 1024
 
 
 def _lock_helper(ctx: LoweringContext, name: str, t: str, body: str, extra_param: str = "") -> str:
