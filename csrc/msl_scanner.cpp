@@ -4,6 +4,7 @@
 // applies (sim/msl_to_cpp.cpp). Everything else is kept byte for byte so the C++ compiler's
 // diagnostics point at the user's lines.
 #include "msl_scanner.h"
+#include "msl_annotations.h"
 
 #include <algorithm>
 #include <cstring>
@@ -786,7 +787,7 @@ class Scanner {
     const size_t end = std::min(src_.find('\n', pos), src_.size());
     std::string_view text(src_.data() + pos, end - pos);
     while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
-    constexpr std::string_view prefix = "// tmps-sim: effect_threads=";
+    constexpr std::string_view prefix = msl_annotations::kEffectThreads;
     if (text.substr(0, prefix.size()) != prefix) return 0;
     text.remove_prefix(prefix.size());
     uint64_t v = 0;

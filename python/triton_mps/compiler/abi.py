@@ -26,7 +26,9 @@ threads; the Triton grid is the grid of threadgroups. Kernel parameters, in orde
 
 Facts the driver reads from the MSL text itself (Triton's load_binary gets only the binary):
 the threadgroup size (`threads_marker`, the last line) and whether the kernel orders memory
-between threadgroups (`uses_device_fence`: it then asks for MSL 3.2, `msl_version_for`).
+between threadgroups (`uses_device_fence`: it then asks for MSL 3.2, `msl_version_for`). Those
+and the facts the native core reads (the simulator's hints, counters and source lines) are the
+MSL annotations: one list, ANNOTATIONS, mirrored in csrc/msl_annotations.h.
 """
 
 from __future__ import annotations
@@ -116,10 +118,62 @@ def descriptor_leaves(name: str, ty: str) -> list[tuple[str, str]]:
 
 
 # ---- facts in the MSL text -------------------------------------------------------------------
+# What travels inside the emitted MSL for a reader that gets only the text (Triton's load_binary,
+# the native core's scanner and simulator). ANNOTATIONS lists every one; csrc/msl_annotations.h
+# mirrors the list for the C++ side (tests/compiler/test_msl_annotations.py checks that the two
+# agree and that each writer and reader still spells the text).
 
 THREADS_MARKER = "// triton-mps: threads_per_threadgroup="
+EFFECT_THREADS = "// tmps-sim: effect_threads="
+COHERENT = "TMPS_COHERENT"
 # The device-scope fence macro (ops/memory.py defines it; empty below MSL 3.2).
 DEVICE_FENCE = "TMPS_DEVICE_FENCE()"
+FLOPS = "TMPS_FLOPS("
+ORIGIN = "// @ "
+BUFFER = "// @buffer "
+
+
+@dataclass(frozen=True)
+class Annotation:
+    name: str  # the name csrc/msl_annotations.h gives it too
+    text: str  # the literal text that marks it in the MSL
+    format: str  # how it is written
+    writers: tuple[str, ...]  # files (from the repository root) that write it
+    readers: tuple[str, ...]  # files that read it back
+    meaning: str
+
+
+ANNOTATIONS: tuple[Annotation, ...] = (
+    Annotation("threads_per_threadgroup", THREADS_MARKER, THREADS_MARKER + "<N>, the last line",
+               ("python/triton_mps/backend/compiler.py",), ("python/triton_mps/backend/device.py",),
+               "the threadgroup size Metal's pipeline descriptor gets (threads_marker, threads_from_msl)"),
+    Annotation("effect_threads", EFFECT_THREADS, EFFECT_THREADS + "<N>, alone on the line before `kernel`",
+               ("python/triton_mps/compiler/driver.py",), ("csrc/msl_scanner.cpp",),
+               "threads at index >= N only duplicate lower ones: the simulator may skip them"),
+    Annotation("coherent", COHERENT, "`#define TMPS_COHERENT coherent(device)` (MSL 3.2+, else empty); "
+               "every pointer type `TMPS_COHERENT device T*`",
+               ("python/triton_mps/compiler/coherence.py",), ("csrc/msl_scanner.cpp",),
+               "the kernel orders memory between threadgroups: coherent pointers (the scanner takes the "
+               "macro for a qualifier)"),
+    Annotation("device_fence", DEVICE_FENCE, "`TMPS_DEVICE_FENCE();` statements and the macro's #define",
+               ("python/triton_mps/compiler/ops/memory.py",), ("python/triton_mps/backend/device.py",),
+               "device-scope fences: compiled with MSL 3.2 where the OS has it (uses_device_fence, msl_version_for)"),
+    Annotation("flops", FLOPS, "`TMPS_FLOPS(n);` after float ops; the prelude defines it empty",
+               ("python/triton_mps/compiler/lowering.py", "python/triton_mps/compiler/driver.py"),
+               ("csrc/sim/sim_device.cpp",),
+               "scalar FLOPs per thread: the simulator's counting build defines the macro"),
+    Annotation("origin", ORIGIN, ORIGIN + "<file>.py:<line>, before the code from that Triton line",
+               ("python/triton_mps/compiler/emitter.py",), ("csrc/sim/memcheck.cpp",),
+               "the Triton source line of the MSL below (memcheck and Metal validation reports)"),
+    Annotation("buffer", BUFFER, BUFFER + "argN before a load's or store's accesses, `// @buffer -` after",
+               ("python/triton_mps/compiler/ops/memory.py",), ("csrc/sim/memcheck.cpp",),
+               "the kernel parameter the accesses go through (provenance.py; memcheck's report)"),
+)
+
+
+def effect_threads_hint(n: int) -> str:
+    """The line telling the simulator that threads past `n` only duplicate lower ones."""
+    return f"{EFFECT_THREADS}{n}"
 
 
 def threads_marker(threads: int) -> str:

@@ -16,11 +16,13 @@ from __future__ import annotations
 
 from contextvars import ContextVar
 
+from .abi import COHERENT
+
 # Set while lowering a kernel that uses device-scope fences (the driver's plan decides, from
 # effects.module_uses_device_fence): PointerType.msl() reads it.
 COHERENT_POINTERS: ContextVar[bool] = ContextVar("tmps_coherent_pointers", default=False)
 
-COHERENT_KEY = "TMPS_COHERENT"
+COHERENT_KEY = COHERENT  # the annotation (abi.ANNOTATIONS) and the helper's key
 COHERENT_HELPER = """#if __METAL_VERSION__ >= 320
 #define TMPS_COHERENT coherent(device)
 #else

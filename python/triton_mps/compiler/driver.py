@@ -13,7 +13,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from . import ops  # noqa: F401  (registers every lowering)
-from .abi import MAX_BINDINGS, ArgInfo, CompiledMSL, debug_metadata, flatten_signature, lock_metadata, uses_device_fence
+from .abi import (
+    MAX_BINDINGS,
+    ArgInfo,
+    CompiledMSL,
+    debug_metadata,
+    effect_threads_hint,
+    flatten_signature,
+    lock_metadata,
+    uses_device_fence,
+)
 from .coherence import COHERENT_HELPER, COHERENT_KEY, COHERENT_POINTERS, device_ptr
 from .effects import effect_threads, module_uses_debug, module_uses_device_fence, module_uses_locks, written_args
 from .errors import CompilationError
@@ -292,7 +301,7 @@ def _effect_threads_hint(state: KernelState, func, hidden_buffers: bool, lines: 
     n = effect_threads(func, state.num_warps)
     if n is None or n >= threads:
         return ""
-    return f"// tmps-sim: effect_threads={n}"
+    return effect_threads_hint(n)
 
 
 def _check_elements_per_thread(module, kernel: str, num_warps: int) -> None:
