@@ -249,7 +249,13 @@ void size_threadgroup_memory(Dispatch& d, const Pipeline& pipe, const DeviceInfo
   uint64_t max_tg_memory = kMaxThreadgroupMemory;
   if (info.max_threadgroup_memory) max_tg_memory = std::min<uint64_t>(max_tg_memory, info.max_threadgroup_memory);
   uint64_t tg_memory = pipe.static_threadgroup_memory();
+  const uint32_t max_indices =
+      info.max_buffer_bindings ? std::min(info.max_buffer_bindings, kMaxBufferBindings) : kMaxBufferBindings;
   for (const auto& [index, bytes] : config.threadgroup_memory) {
+    if (index >= max_indices) {
+      throw InvalidArgument(kernel + ": threadgroup_memory names threadgroup(" + std::to_string(index) +
+                            "); Metal's threadgroup indices end at " + std::to_string(max_indices - 1));
+    }
     uint32_t rounded = static_cast<uint32_t>(align_up(bytes, kThreadgroupMemoryGranule));
     if (rounded < bytes) throw LimitExceeded(kernel + ": threadgroup(" + std::to_string(index) + ") size overflows");
     d.threadgroup_memory.emplace_back(index, rounded);
@@ -272,7 +278,11 @@ void size_threadgroup_memory(Dispatch& d, const Pipeline& pipe, const DeviceInfo
   }
 }
 
-// Builds the dispatch or throws; touches no stream state.
+// Builds the dispatch or throws; touches no stream state. This is the one validation of a
+// launch that raises user-facing errors: the devices below (the simulator's Scheduler::run,
+// metal_device.cpp validate_dispatch) assert what it checks (a violation there is a bug) and
+// check only what it cannot know (that a pipeline and buffers belong to that device, Metal's
+// rule that an offset lies inside its buffer).
 Dispatch build_dispatch(const Device& device, const std::shared_ptr<Pipeline>& pipeline, const std::vector<Arg>& args,
                         const LaunchConfig& config) {
   if (!pipeline) throw InvalidArgument("launch: no pipeline");

@@ -698,27 +698,33 @@ MetalBatch::~MetalBatch() {
   }
 }
 
+// Launcher::build_dispatch is the validation that raises user-facing errors (threads, bindings,
+// threadgroup memory against Metal's and the device's limits). What it checks is asserted here
+// only (a violation is a bug: Metal would reject the command buffer or fault); what it cannot
+// know is checked here for the user: that the pipeline and buffers are this Metal device's,
+// and Metal's rule that a buffer's offset lies inside it.
 void validate_dispatch(MTL::Device* device, const DeviceInfo& info, const Dispatch& d) {
   auto* pipeline = dynamic_cast<MetalPipeline*>(d.pipeline.get());
   if (!pipeline) throw InvalidArgument("Metal batch: the dispatch's pipeline was not built by a Metal device");
   const std::string kernel = "kernel '" + pipeline->name() + "': ";
+  const auto bug = [&](const std::string& what) {
+    return LimitExceeded(kernel + "internal error: a dispatch with " + what +
+                         " reached the Metal device (Launcher::build_dispatch refuses such launches; a bug)");
+  };
   if (pipeline->state()->device() != device)
     throw InvalidArgument(kernel + "pipeline was built for another Metal device");
   uint64_t threads = 1;
-  for (uint32_t t : d.threads_per_group) {
-    if (t == 0) throw InvalidArgument(kernel + "threads_per_group has a zero dimension");
-    threads *= t;
-  }
-  if (threads > pipeline->max_total_threads_per_threadgroup())
-    throw LimitExceeded(kernel + "threadgroup of " + std::to_string(threads) +
-                        " threads exceeds the pipeline's maxTotalThreadsPerThreadgroup (" +
-                        std::to_string(pipeline->max_total_threads_per_threadgroup()) + ")");
+  for (uint32_t t : d.threads_per_group) threads *= t;
+  if (threads == 0 || threads > pipeline->max_total_threads_per_threadgroup())
+    throw bug("a threadgroup of " + std::to_string(threads) + " threads (the pipeline's maxTotalThreadsPerThreadgroup "
+              "is " + std::to_string(pipeline->max_total_threads_per_threadgroup()) + ")");
   for (const Binding& b : d.bindings) {
     const std::string where = kernel + "binding buffer(" + std::to_string(b.index) + "): ";
     if (b.index >= info.max_buffer_bindings)
-      throw InvalidArgument(where + "index over Metal's " + std::to_string(info.max_buffer_bindings) + " buffer bindings");
+      throw bug("buffer(" + std::to_string(b.index) + "), over Metal's " + std::to_string(info.max_buffer_bindings) +
+                " buffer bindings");
     if (b.kind == Binding::Kind::Bytes) {
-      if (b.bytes.empty()) throw InvalidArgument(where + "empty inline bytes");
+      if (b.bytes.empty()) throw bug("no inline bytes at buffer(" + std::to_string(b.index) + ")");
       continue;
     }
     if (!b.buffer || !b.buffer->native_handle()) throw InvalidArgument(where + "no Metal buffer bound");
@@ -729,13 +735,12 @@ void validate_dispatch(MTL::Device* device, const DeviceInfo& info, const Dispat
   }
   uint64_t shared = pipeline->static_threadgroup_memory();
   for (const auto& [index, bytes] : d.threadgroup_memory) {
-    if (index >= info.max_buffer_bindings)
-      throw InvalidArgument(kernel + "threadgroup(" + std::to_string(index) + ") index out of range");
+    if (index >= info.max_buffer_bindings) throw bug("threadgroup(" + std::to_string(index) + "), an index out of range");
     shared += (uint64_t(bytes) + kThreadgroupMemoryGranule - 1) / kThreadgroupMemoryGranule * kThreadgroupMemoryGranule;
   }
   if (shared > info.max_threadgroup_memory)
-    throw LimitExceeded(kernel + "needs " + std::to_string(shared) + " bytes of threadgroup memory; the device has " +
-                        std::to_string(info.max_threadgroup_memory));
+    throw bug(std::to_string(shared) + " bytes of threadgroup memory (the device has " +
+              std::to_string(info.max_threadgroup_memory) + ")");
 }
 
 void MetalBatch::validate(const Dispatch& d) const { validate_dispatch(device_.get(), info_, d); }

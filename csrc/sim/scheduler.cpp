@@ -648,26 +648,31 @@ Scheduler::~Scheduler() = default;
 
 namespace {
 
-// Metal's limits for one dispatch (the launcher checked them for its pipeline; a kernel run
-// through the simulator's own entry points is held to them here too).
+// Internal assertions, not the user-facing validation: Launcher::build_dispatch refuses every
+// launch over Metal's limits (threads per threadgroup, the kernel's
+// [[max_total_threads_per_threadgroup]], threadgroup memory) with the error the user sees. A
+// dispatch reaching the simulator over them is a bug; checked here because the worker's
+// threadgroup arena is kMaxThreadgroupMemory bytes (and the gtests drive run() directly).
 void check_limits(const LaunchSpec& spec, uint64_t nthreads) {
   const tmps_sim_kernel* k = spec.kernel;
   const auto& tpg = spec.threads_per_group;
+  const auto bug = [&](const std::string& what) {
+    return LimitExceeded("kernel '" + kname(k) + "': internal error: a dispatch of " + what +
+                         " reached the simulator (Launcher::build_dispatch refuses such launches; a bug)");
+  };
   const std::string shape = std::to_string(tpg[0]) + "x" + std::to_string(tpg[1]) + "x" + std::to_string(tpg[2]);
   if (nthreads > kMaxThreadsPerThreadgroup)
-    throw LimitExceeded("kernel '" + kname(k) + "': " + std::to_string(nthreads) + " threads per threadgroup (" +
-                        shape + ") exceed Metal's limit of " + std::to_string(kMaxThreadsPerThreadgroup));
+    throw bug(std::to_string(nthreads) + " threads per threadgroup (" + shape + "), over Metal's limit of " +
+              std::to_string(kMaxThreadsPerThreadgroup));
   if (k->max_total_threads_per_threadgroup && nthreads > k->max_total_threads_per_threadgroup)
-    throw LimitExceeded("kernel '" + kname(k) + "': " + std::to_string(nthreads) + " threads per threadgroup (" +
-                        shape + ") exceed its [[max_total_threads_per_threadgroup(" +
-                        std::to_string(k->max_total_threads_per_threadgroup) + ")]]");
+    throw bug(std::to_string(nthreads) + " threads per threadgroup (" + shape + "), over its " +
+              "[[max_total_threads_per_threadgroup(" + std::to_string(k->max_total_threads_per_threadgroup) + ")]]");
   uint64_t dynamic = 0;
   for (uint32_t len : spec.threadgroup_lengths)
     if (len) dynamic = (dynamic + 15) / 16 * 16 + len;
   if (dynamic > kMaxThreadgroupMemory)
-    throw LimitExceeded("kernel '" + kname(k) + "': " + std::to_string(dynamic) +
-                        " bytes of [[threadgroup(n)]] memory exceed Metal's limit of " +
-                        std::to_string(kMaxThreadgroupMemory) + " bytes");
+    throw bug(std::to_string(dynamic) + " bytes of [[threadgroup(n)]] memory, over Metal's limit of " +
+              std::to_string(kMaxThreadgroupMemory) + " bytes");
 }
 
 // Memcheck's fast-path ranges for a dispatch of `n` workers.

@@ -191,6 +191,12 @@ TEST(Launcher, ThreadgroupMemoryLimits) {
   s.launch(pipe, args, cfg);
   auto d = dev->batches().at(0)->dispatches.at(0);
   EXPECT_EQ(d.threadgroup_memory, (std::vector<std::pair<uint32_t, uint32_t>>{{0, 16384}}));
+  // A threadgroup index past Metal's (0 to 30) is refused here, for every device (the Metal
+  // device only asserts it).
+  cfg.threadgroup_memory = {{0, 16}, {31, 16}};
+  m = message_of<InvalidArgument>([&] { s.launch(pipe, args, cfg); });
+  EXPECT_TRUE(contains(m, "kernel 'reduce'") && contains(m, "threadgroup(31)") && contains(m, "end at 30")) << m;
+  EXPECT_EQ(dev->batches().at(0)->dispatches.size(), 1u);
 }
 
 TEST(Launcher, TooManyBindingsWithoutPacking) {
