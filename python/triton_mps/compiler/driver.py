@@ -160,42 +160,27 @@ def _plan_bindings(func: Function, names: list[str], leaves: list, kernel_name: 
     """One binding per argument (+ the debug buffer and lock table). Over Metal's 31, scalars are packed."""
     sig_types = dict(leaves)
     sig_index = {n: i for i, (n, _) in enumerate(leaves)}
-    hidden = int(debug) + int(locks)
-    n_ptr = sum(isinstance(v.type, PointerType) for v in func.args)
-    n_scalar = len(func.args) - n_ptr
-    pack = len(func.args) + hidden > MAX_BINDINGS
-    if pack and n_ptr + (n_scalar > 0) + hidden > MAX_BINDINGS:
-        raise CompilationError(
-            f"{n_ptr} pointer arguments{' and the debug/lock buffers' if hidden else ''} need "
-            f"{n_ptr + (n_scalar > 0) + hidden} buffer bindings even with the scalars packed; Metal binds at most "
-            f"{MAX_BINDINGS} buffers per kernel (argument buffers would allow more: not supported yet)",
-            kernel=kernel_name)
+    pack = _must_pack(func, int(debug) + int(locks), kernel_name)
     params, args_info, arg_exprs, fields = [], [], [], []
     next_binding = 0
     for i, (name, v) in enumerate(zip(names, func.args, strict=True)):
         _check_arg_type(name, v.type, kernel_name)
-        sig = str(sig_types.get(name, ""))
+        index = sig_index.get(name, i)
         if isinstance(v.type, PointerType):
             msl_t = v.type.pointee.msl()
             params.append(f"{device_ptr(msl_t, coherent)} arg{i} [[buffer({next_binding})]]")
-            args_info.append(ArgInfo(name, "pointer", msl_t, next_binding, sig_index.get(name, i)))
+            args_info.append(ArgInfo(name, "pointer", msl_t, next_binding, index))
             arg_exprs.append(f"arg{i}")
             next_binding += 1
         elif isinstance(v.type, ScalarType):
-            # the signature's type, which also says signedness (u32, u64: the IR has i32, i64)
-            msl_t = BY_TRITON[sig].msl if sig in BY_TRITON else v.type.msl()
-            # fp64: the kernel reads binary64 bits as ulong; the launcher packs a Python float
-            # as 8 bytes of double ("double" is its packing type, not an MSL type).
-            pack_t = "double" if v.type.name == "f64" else msl_t
-            if v.type.name == "f64":
-                msl_t = "ulong"
+            msl_t, pack_t = _scalar_types(v.type, str(sig_types.get(name, "")))
             if pack:
                 fields.append(f"  {msl_t} arg{i};")
-                args_info.append(ArgInfo(name, "scalar", pack_t, -1, sig_index.get(name, i)))
+                args_info.append(ArgInfo(name, "scalar", pack_t, -1, index))
                 src = f"tmps_args.arg{i}"
             else:
                 params.append(f"constant {msl_t}& arg{i} [[buffer({next_binding})]]")
-                args_info.append(ArgInfo(name, "scalar", pack_t, next_binding, sig_index.get(name, i)))
+                args_info.append(ArgInfo(name, "scalar", pack_t, next_binding, index))
                 src = f"arg{i}"
                 next_binding += 1
             ir_t = v.type.msl()
@@ -211,6 +196,32 @@ def _plan_bindings(func: Function, names: list[str], leaves: list, kernel_name: 
     # The hidden buffers follow the arguments: the debug buffer, then the lock table.
     return Bindings(params, args_info, arg_exprs, fields, pack_at, debug=next_binding if debug else None,
                     locks=next_binding + int(debug) if locks else None)
+
+
+def _must_pack(func: Function, hidden: int, kernel_name: str) -> bool:
+    """Whether the scalars go into one packed struct: one binding per argument and hidden buffer
+    would be over Metal's MAX_BINDINGS. Over it even packed: a CompilationError."""
+    n_ptr = sum(isinstance(v.type, PointerType) for v in func.args)
+    n_scalar = len(func.args) - n_ptr
+    pack = len(func.args) + hidden > MAX_BINDINGS
+    if pack and n_ptr + (n_scalar > 0) + hidden > MAX_BINDINGS:
+        raise CompilationError(
+            f"{n_ptr} pointer arguments{' and the debug/lock buffers' if hidden else ''} need "
+            f"{n_ptr + (n_scalar > 0) + hidden} buffer bindings even with the scalars packed; Metal binds at most "
+            f"{MAX_BINDINGS} buffers per kernel (argument buffers would allow more: not supported yet)",
+            kernel=kernel_name)
+    return pack
+
+
+def _scalar_types(t: ScalarType, sig: str) -> tuple[str, str]:
+    """(MSL type the kernel reads, the launcher's packing type) of a scalar argument: the
+    signature's type, which also says signedness (u32, u64: the IR has i32, i64). fp64: the
+    kernel reads binary64 bits as ulong; the launcher packs a Python float as 8 bytes of double
+    ("double" is its packing type, not an MSL type)."""
+    msl_t = BY_TRITON[sig].msl if sig in BY_TRITON else t.msl()
+    if t.name == "f64":
+        return "ulong", "double"
+    return msl_t, msl_t
 
 
 def lower(plan: Plan) -> Lowered:
@@ -239,20 +250,8 @@ def assemble(plan: Plan, lowered: Lowered) -> CompiledMSL:
     """The MSL text of the kernel (prelude, packed struct, helpers, callees, the kernel) and what
     the launcher needs to bind it."""
     state, b = lowered.state, plan.bindings
-    params = list(b.params)
-    debug = None
-    if state.debug_sites:
-        if b.debug is None or b.debug >= MAX_BINDINGS:  # the plan and lowering disagree
-            raise CompilationError("internal: debug buffer binding not reserved", kernel=plan.kernel_name)
-        params.append(f"device uint* tmps_dbg [[buffer({b.debug})]]")
-        debug = debug_metadata(b.debug, state.debug_sites)
-    locks = None
-    if b.locks is not None:  # also when only a callee uses it: calls pass the table on (control_flow.py)
-        if b.locks >= MAX_BINDINGS:
-            raise CompilationError("internal: lock table binding not reserved", kernel=plan.kernel_name)
-        params.append(f"device atomic_uint* tmps_locks [[buffer({b.locks})]]")
-        locks = lock_metadata(b.locks)
-    params += [
+    hidden_params, debug, locks = _hidden_buffers(plan, state)
+    params = b.params + hidden_params + [
         "uint3 tmps_pid [[threadgroup_position_in_grid]]",
         "uint3 tmps_npid [[threadgroups_per_grid]]",
         "uint tmps_tid [[thread_index_in_threadgroup]]",
@@ -286,6 +285,25 @@ def assemble(plan: Plan, lowered: Lowered) -> CompiledMSL:
                        shared=max(state.scratch_bytes, 16) if uses_smem else 0,
                        args=b.args, pack_scalars_at=b.pack_at, debug=debug, locks=locks,
                        written=[plan.names[i] for i in sorted(written_args(plan.func))])
+
+
+def _hidden_buffers(plan: Plan, state: KernelState) -> tuple[list[str], dict | None, dict | None]:
+    """The kernel parameters of the debug buffer (when lowering found asserts or prints) and the
+    lock table (when any function has 64-bit atomics: calls pass it on, control_flow.py), and
+    their metadata (abi.debug_metadata, abi.lock_metadata)."""
+    b, params = plan.bindings, []
+    debug = locks = None
+    if state.debug_sites:
+        if b.debug is None or b.debug >= MAX_BINDINGS:  # the plan and lowering disagree
+            raise CompilationError("internal: debug buffer binding not reserved", kernel=plan.kernel_name)
+        params.append(f"device uint* tmps_dbg [[buffer({b.debug})]]")
+        debug = debug_metadata(b.debug, state.debug_sites)
+    if b.locks is not None:
+        if b.locks >= MAX_BINDINGS:
+            raise CompilationError("internal: lock table binding not reserved", kernel=plan.kernel_name)
+        params.append(f"device atomic_uint* tmps_locks [[buffer({b.locks})]]")
+        locks = lock_metadata(b.locks)
+    return params, debug, locks
 
 
 def _effect_threads_hint(state: KernelState, func, hidden_buffers: bool, lines: list[str]) -> str:
