@@ -31,9 +31,9 @@ namespace {
 constexpr MTL::ResourceOptions kSharedOptions = MTL::ResourceStorageModeShared |
                                                 MTL::ResourceCPUCacheModeDefaultCache |
                                                 MTL::ResourceHazardTrackingModeTracked;
-constexpr size_t kMaxSetBytes = 4096;           // Metal's limit for setBytes
-constexpr uint32_t kThreadgroupMemoryGranule = 16;
-constexpr uintptr_t kApplePage = 16384;             // VM page size on Apple silicon  // setThreadgroupMemoryLength needs multiples of 16
+constexpr size_t kMaxSetBytes = limits::kMaxSetBytes;  // Metal's limits: csrc/metal_limits.h
+constexpr uint32_t kThreadgroupMemoryGranule = limits::kThreadgroupMemoryGranule;
+constexpr uintptr_t kApplePage = 16384;  // VM page size on Apple silicon
 
 NS::String* ns_string(const std::string& s) { return NS::String::string(s.c_str(), NS::UTF8StringEncoding); }
 
@@ -565,8 +565,8 @@ MetalDevice::MetalDevice(Ref<MTL::Device> device) : device_(std::move(device)) {
   info_.max_threadgroup_memory = static_cast<uint32_t>(device_->maxThreadgroupMemoryLength());
   info_.recommended_working_set = device_->recommendedMaxWorkingSetSize();
   info_.unified_memory = device_->hasUnifiedMemory();
-  info_.simd_width = 32;
-  info_.max_buffer_bindings = 31;
+  info_.simd_width = limits::kSimdWidth;
+  info_.max_buffer_bindings = limits::kMaxBufferBindings;
   info_.max_buffer_length = device_->maxBufferLength();
   info_.is_simulator = false;
   validation_ = shader_validation_on();
