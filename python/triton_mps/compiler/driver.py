@@ -27,7 +27,7 @@ from .coherence import COHERENT_HELPER, COHERENT_KEY, COHERENT_POINTERS, device_
 from .effects import effect_threads, module_uses_debug, module_uses_device_fence, module_uses_locks, written_args
 from .errors import CompilationError
 from .ir import Function, Module, read_module
-from .lowering import SCRATCH_BUDGET, KernelState, LoweringContext, function_body
+from .lowering import KernelState, LoweringContext, function_body
 from .mslib import fp64
 from .names import legal_kernel_name
 from .types import BY_TRITON, PointerType, ScalarType, msl_bytes
@@ -228,19 +228,19 @@ def lower(plan: Plan) -> Lowered:
     """The one lowering pass over the public function, with the plan's options and coherence."""
     state = KernelState(plan.kernel_name, plan.num_warps, plan.module)
     state.fp_fusion = plan.options.fp_fusion
+    state.scratch_budget = plan.options.scratch_limit
     if plan.coherent:
         state.helpers[COHERENT_KEY] = COHERENT_HELPER  # first: every pointer type uses it
 
     def on_return(ctx: LoweringContext, op):
         ctx.e.line("return;")
 
-    # PointerType.msl() and lowering.scratch_limit() read these where no context reaches.
-    budget, coherent = SCRATCH_BUDGET.set(plan.options.scratch_limit), COHERENT_POINTERS.set(plan.coherent)
+    # PointerType.msl() reads it where no context reaches (types.py; coherence.py).
+    coherent = COHERENT_POINTERS.set(plan.coherent)
     try:
         prologue, body = function_body(state, plan.func, [[x] for x in plan.bindings.exprs], on_return=on_return)
     finally:
         COHERENT_POINTERS.reset(coherent)
-        SCRATCH_BUDGET.reset(budget)
     if any(k.startswith("tmps_f64") for k in state.helpers):
         fp64.notice(plan.kernel_name)
     return Lowered(state, prologue, body)

@@ -35,7 +35,6 @@ from __future__ import annotations
 import math
 import struct
 from collections.abc import Callable
-from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -57,15 +56,11 @@ LOWERINGS: dict[str, Callable] = {}
 SCRATCH_LIMIT = 32 * 1024
 
 
-# The kernel config's threadgroup-memory budget (MPSDriver.set_kernel_config(shared_memory=...))
-# for the kernel being compiled; None: Metal's whole 32 KiB.
-SCRATCH_BUDGET: ContextVar[int | None] = ContextVar("tmps_scratch_budget", default=None)
-
-
-def scratch_limit() -> int:
+def scratch_limit(ctx: LoweringContext) -> int:
     """Threadgroup memory a lowering may plan with: SCRATCH_LIMIT (read when used: tests lower
-    it to force rounds on small tensors), or less under the kernel config's budget."""
-    budget = SCRATCH_BUDGET.get()
+    it to force rounds on small tensors), or less under the kernel config's budget
+    (KernelState.scratch_budget)."""
+    budget = ctx.state.scratch_budget
     return min(SCRATCH_LIMIT, budget) if budget else SCRATCH_LIMIT
 
 
@@ -155,6 +150,9 @@ class KernelState:
         self.uses_locks = False
         # Triton's enable_fp_fusion: mul+add pairs become fma() (ops/elementwise.py).
         self.fp_fusion = True
+        # The kernel config's threadgroup-memory budget (MPSDriver.set_kernel_config(
+        # shared_memory=...)); None: Metal's whole 32 KiB (scratch_limit).
+        self.scratch_budget: int | None = None
         # Results of arith.mulf folded into the fma of their only user: id -> (a, b).
         self.fused_muls: dict[int, tuple] = {}
 
@@ -341,7 +339,7 @@ class LoweringContext:
     def scratch(self, nbytes: int, msl_type: str = "uchar") -> str:
         """A `threadgroup T*` expression at the start of the shared scratch array (>= nbytes).
         Over SCRATCH_LIMIT: ThreadgroupMemoryError (also Triton's OutOfResources)."""
-        limit = scratch_limit()
+        limit = scratch_limit(self)
         if nbytes > limit:
             op = self.current_op
             raise ThreadgroupMemoryError(

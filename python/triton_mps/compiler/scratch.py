@@ -60,10 +60,10 @@ def from_scratch(msl_t: str, expr: str) -> str:
 # each access once, whatever the number of rounds.
 
 
-def windows(n: int, elem_bytes: int, limit: int | None = None) -> tuple[int, int]:
-    """(rounds, elements per round) for an exchange of n elements of elem_bytes each: (1, n)
-    when everything fits, else rounds of the largest power-of-two size that fits."""
-    limit = scratch_limit() if limit is None else limit
+def windows(n: int, elem_bytes: int, limit: int) -> tuple[int, int]:
+    """(rounds, elements per round) for an exchange of n elements of elem_bytes each within
+    `limit` bytes (lowering.scratch_limit): (1, n) when everything fits, else rounds of the
+    largest power-of-two size that fits."""
     if n * elem_bytes <= limit:
         return 1, n
     size = 1 << ((limit // elem_bytes).bit_length() - 1)
@@ -171,7 +171,7 @@ def through_scratch(ctx: LoweringContext, sources: list[tuple[Value, int]], n: i
     dlay = ctx.layout(dst)
     ty = ctx.msl_type(dst)
     st = scratch_type(ty)
-    rounds, size = windows(n, scratch_bytes(ty))
+    rounds, size = windows(n, scratch_bytes(ty), scratch_limit(ctx))
     buf = ctx.scratch(size * scratch_bytes(ty), st)
     e = ctx.e
     if rounds == 1:

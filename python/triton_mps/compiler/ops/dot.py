@@ -39,6 +39,7 @@ from __future__ import annotations
 import os
 from contextlib import nullcontext
 
+from .. import lowering
 from ..ir import Op, Value
 from ..layout import Layout
 from ..lowering import LOOP_CARRIERS, STAGES_FROM_SOURCE, LoopCarrier, LoweringContext, lowers, scratch_limit
@@ -133,7 +134,7 @@ def _path(ctx: LoweringContext, op: Op, mode: str, is_int: bool):
         return "carried", None
     la, lb, lc = a.layout, b.layout, c.layout
     M, N, K = lc.shape[-2], lc.shape[-1], la.shape[-1]
-    if mode != "fma" and _simdgroup_ok(lc.rank, M, N, K, is_int):
+    if mode != "fma" and _simdgroup_ok(lc.rank, M, N, K, is_int, scratch_limit(ctx)):
         return "simdgroup", None
     plan = _register_plan(la, lb, lc, K)
     if plan is not None and len(lc.owned_regs()) * K <= MAX_UNROLLED_FMAS:
@@ -165,24 +166,26 @@ STAGES_FROM_SOURCE.append(_stages_from_source)
 
 
 # ---- shared helpers ---------------------------------------------------------------------------
-def _simdgroup_plan(M: int, N: int, K: int) -> tuple[int, int] | None:
+def _simdgroup_plan(M: int, N: int, K: int, limit: int | None = None) -> tuple[int, int] | None:
     """(KC, RB): A and B are staged KC columns/rows of K at a time ((M + N) * KC floats) and D
-    is read back RB rows at a time (RB * N floats), both within scratch_limit(); the largest
-    chunks that fit (fewest barriers). None when not even 8 fits."""
+    is read back RB rows at a time (RB * N floats), both within `limit` (scratch_limit; None:
+    lowering.SCRATCH_LIMIT); the largest chunks that fit (fewest barriers). None when not even
+    8 fits."""
+    limit = lowering.SCRATCH_LIMIT if limit is None else limit
     kc = K
-    while kc >= 8 and (kc % 8 or K % kc or (M + N) * kc * 4 > scratch_limit()):
+    while kc >= 8 and (kc % 8 or K % kc or (M + N) * kc * 4 > limit):
         kc -= 8
     rb = M
-    while rb >= 8 and (rb % 8 or M % rb or rb * N * 4 > scratch_limit()):
+    while rb >= 8 and (rb % 8 or M % rb or rb * N * 4 > limit):
         rb -= 8
     if kc < 8 or rb < 8:
         return None
     return kc, rb
 
 
-def _simdgroup_ok(rank: int, M: int, N: int, K: int, is_int: bool) -> bool:
+def _simdgroup_ok(rank: int, M: int, N: int, K: int, is_int: bool, limit: int) -> bool:
     return (rank == 2 and not is_int and M % 8 == 0 and N % 8 == 0 and K % 8 == 0
-            and _simdgroup_plan(M, N, K) is not None)
+            and _simdgroup_plan(M, N, K, limit) is not None)
 
 
 def _wide(ctx: LoweringContext, v: Value, r: int, is_int: bool) -> str:
@@ -303,11 +306,11 @@ def _lower_fma_registers(ctx: LoweringContext, a, b, c, d, plan, is_int: bool, d
 
 
 # ---- FMA, operands through threadgroup memory --------------------------------------------------
-def _fma_chunk(M: int, N: int, K: int, batch: int) -> int | None:
+def _fma_chunk(M: int, N: int, K: int, batch: int, limit: int) -> int | None:
     """The K chunk: the largest divisor of K whose A (.., M, kc) and B (.., kc, N) slices fit
-    SCRATCH_LIMIT together (fewest barriers), None when not even one column fits."""
+    `limit` together (fewest barriers), None when not even one column fits."""
     for kc in range(K, 0, -1):
-        if K % kc == 0 and batch * (M + N) * kc * 4 <= scratch_limit():
+        if K % kc == 0 and batch * (M + N) * kc * 4 <= limit:
             return kc
     return None
 
@@ -319,7 +322,7 @@ def _lower_fma_scratch(ctx: LoweringContext, a, b, c, d, K: int, is_int: bool, d
     acc_t = "int" if is_int else "float"
     M, N = lc.shape[-2], lc.shape[-1]
     batch = _numel(lc.shape[:-2])
-    kc = _fma_chunk(M, N, K, batch)
+    kc = _fma_chunk(M, N, K, batch, scratch_limit(ctx))
     if kc is None:  # not even one K column of A and B fits: ThreadgroupMemoryError
         ctx.scratch(batch * (M + N) * 4, acc_t)
     a_src, b_src = _pre_conversion(ctx, a), _pre_conversion(ctx, b)  # each element written once
@@ -400,10 +403,10 @@ def _lower_f64(ctx: LoweringContext, a, b, c, d, K: int, desc: str) -> None:
         return
     else:
         na, nb = _numel(la.shape), _numel(lb.shape)
-        if (na + nb) * 8 > scratch_limit():
+        if (na + nb) * 8 > scratch_limit(ctx):
             ctx.error(None, f"{desc}: operands are spread over threads in a way this backend can only "
                             f"handle through threadgroup memory, and they need {(na + nb) * 8} bytes "
-                            f"(limit {scratch_limit()})")
+                            f"(limit {scratch_limit(ctx)})")
         buf = ctx.scratch((na + nb) * 8, "ulong")
         e.comment(f"{desc}: software float64 FMA with operands through threadgroup memory")
         ctx.barrier()
@@ -517,7 +520,7 @@ def _lower_simdgroup(ctx: LoweringContext, a, b, c, d, M: int, N: int, K: int, d
     TM, TN = M // 8, N // 8
     WM, WN = _warp_grid(TM, TN, W)
     PM, PN = TM // WM, TN // WN
-    KC, RB = _simdgroup_plan(M, N, K)
+    KC, RB = _simdgroup_plan(M, N, K, scratch_limit(ctx))
     buf = ctx.scratch(max((M + N) * KC, RB * N) * 4, "float")
     e.comment(f"{desc}: simdgroup_matrix 8x8, SIMD-groups {WM}x{WN}, {PM}x{PN} tiles each, "
               f"K staged {KC} at a time, D read back {RB} rows at a time")
@@ -627,9 +630,9 @@ def _loop_dot_ok(ctx: LoweringContext, dop: Op) -> bool:
         return False
     if tuple(b.layout.shape) != (K, N):
         return False
-    if not _simdgroup_ok(2, M, N, K, False):
+    if not _simdgroup_ok(2, M, N, K, False, scratch_limit(ctx)):
         return False
-    return _simdgroup_plan(M, N, K)[1] == M  # the whole M x N accumulator fits the scratch
+    return _simdgroup_plan(M, N, K, scratch_limit(ctx))[1] == M  # the whole M x N accumulator fits the scratch
 
 
 def loop_accumulators(ctx: LoweringContext, op: Op) -> dict[int, Op]:
@@ -659,7 +662,7 @@ def _geometry(ctx: LoweringContext, M: int, N: int, K: int) -> dict:
     W = ctx.num_warps
     TM, TN = M // 8, N // 8
     WM, WN = _warp_grid(TM, TN, W)
-    KC, _ = _simdgroup_plan(M, N, K)
+    KC, _ = _simdgroup_plan(M, N, K, scratch_limit(ctx))
     return {"M": M, "N": N, "K": K, "WM": WM, "WN": WN, "PM": TM // WM, "PN": TN // WN, "KC": KC,
             "active": f"tmps_warp < {WM * WN}u" if WM * WN < W else None}
 

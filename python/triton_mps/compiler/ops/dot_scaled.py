@@ -130,7 +130,7 @@ def dot_scaled(ctx: LoweringContext, op: Op):
     step = 2 if (A.pack_k == 2 or B.pack_k == 2) else 1
     kc = K
     while kc >= step and (K % kc or kc % step or
-                          scale_bytes + _align(A.chunk_bytes(kc)) + _align(B.chunk_bytes(kc)) > scratch_limit()):
+                          scale_bytes + _align(A.chunk_bytes(kc)) + _align(B.chunk_bytes(kc)) > scratch_limit(ctx)):
         kc -= step
     if kc < step:
         ctx.error(op, f"tt.dot_scaled {M}x{N}x{K}: the operands do not fit threadgroup memory even one K "

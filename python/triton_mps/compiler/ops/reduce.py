@@ -225,7 +225,7 @@ def _reduce_across_warps(ctx, op, lay, axis, types, comb, rlay, groups, vals, la
     for s in players.shape:
         nres *= s
     K = 1 << len(warp_bits)
-    if windows(nres, K * sum(scratch_bytes(t) for t in types))[0] > 1:
+    if windows(nres, K * sum(scratch_bytes(t) for t in types), scratch_limit(ctx))[0] > 1:
         _reduce_across_warps_in_rounds(ctx, op, lay, types, comb, rlay, groups, vals, lane_bits, warp_bits,
                                        players, nres, K)
         return
@@ -280,7 +280,7 @@ def _reduce_across_warps_in_rounds(ctx, op, lay, types, comb, rlay, groups, vals
     """_reduce_across_warps when the K x nres partials do not fit threadgroup memory: rounds over
     windows of result elements (scratch.windows), K partials per element each."""
     e = ctx.e
-    rounds, size = windows(nres, K * sum(scratch_bytes(t) for t in types))
+    rounds, size = windows(nres, K * sum(scratch_bytes(t) for t in types), scratch_limit(ctx))
     bufs = _scratch_arrays(ctx, [(t, K * size) for t in types])
     e.comment(f"partials of {nres} results through threadgroup memory in {rounds} rounds of {size}")
     kexpr = " | ".join(f"(((tmps_warp >> {j}u) & 1u) << {i}u)" for i, j in enumerate(warp_bits)) or "0u"
@@ -356,7 +356,7 @@ def _reduce_generic(ctx, op, lay, axis, types, comb, rlay):
     for r in range(1 if rlay is None else rlay.num_regs):
         c = [] if rlay is None else ctx.coord(rlay, r)
         per_reg.append(keys.setdefault(tuple(c), len(keys)))
-    if _rounds(types, numel) == 1:
+    if _rounds(ctx, types, numel) == 1:
         bufs = _all_to_scratch(ctx, op.operands, types, numel)
         folds = []
         for c in keys:
@@ -371,8 +371,8 @@ def _reduce_generic(ctx, op, lay, axis, types, comb, rlay):
         ctx.bind(res, [folds[k][i] for k in per_reg])
 
 
-def _rounds(types, numel: int) -> int:
-    return windows(numel, sum(scratch_bytes(t) for t in types))[0]
+def _rounds(ctx, types, numel: int) -> int:
+    return windows(numel, sum(scratch_bytes(t) for t in types), scratch_limit(ctx))[0]
 
 
 def _folds_in_rounds(ctx, srcs, types, comb, lay: Layout, specs, descending: bool) -> list[tuple]:
@@ -382,7 +382,7 @@ def _folds_in_rounds(ctx, srcs, types, comb, lay: Layout, specs, descending: boo
     loop that are in the window, in loop order. Index windows are contiguous, so a fold whose
     indices grow with i (shrink, descending) sees its elements in exactly its loop order."""
     e = ctx.e
-    rounds, size = windows(math.prod(lay.shape), sum(scratch_bytes(t) for t in types))
+    rounds, size = windows(math.prod(lay.shape), sum(scratch_bytes(t) for t in types), scratch_limit(ctx))
     bufs = _scratch_arrays(ctx, [(t, size) for t in types])
     e.comment(f"elements through threadgroup memory in {rounds} rounds of {size}")
     accs = []
@@ -596,7 +596,7 @@ def _scan_hypercube(ctx, op, lay: Layout, plan, reverse: bool, types, comb) -> l
         else:
             # segment totals of every thread, in rounds of U keys when they do not fit at once
             U = len(keys)
-            while U > 1 and sum((nthreads * U * scratch_bytes(t) + 7) // 8 * 8 for t in types) > scratch_limit():
+            while U > 1 and sum((nthreads * U * scratch_bytes(t) + 7) // 8 * 8 for t in types) > scratch_limit(ctx):
                 U = (U + 1) // 2
             bufs = _scratch_arrays(ctx, [(t, nthreads * U) for t in types])
             if U < len(keys):
@@ -649,7 +649,7 @@ def _scan_generic(ctx, op, lay: Layout, axis: int, reverse: bool, types, comb) -
     keys, per_reg = {}, []
     for r in range(lay.num_regs):
         per_reg.append(keys.setdefault(tuple(ctx.coord(lay, r)), len(keys)))
-    if _rounds(types, numel) > 1:
+    if _rounds(ctx, types, numel) > 1:
         specs = []
         for c in keys:
             pos = _var(ctx, "uint", c[axis], "pos")
