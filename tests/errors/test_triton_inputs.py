@@ -287,7 +287,7 @@ def test_threadgroup_memory_over_limit(mps_driver, bad):
            says="puts 8192 elements in each of the 128 threads (num_warps=4); the mps backend allows at most 1024")
 def test_huge_block(mps_driver, bad):
     # Rejected before any MSL is written (the unrolled MSL would take minutes to compile;
-    # the limit and its measurements: compiler/__init__.py MAX_ELEMENTS_PER_THREAD).
+    # the limit and its measurements: compiler/driver.py MAX_ELEMENTS_PER_THREAD).
     x, y = _inputs()
     with bad.expect() as info:
         shifted_copy[(1,)](x, y, 100, 0, BLOCK=2**20)

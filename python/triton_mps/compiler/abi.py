@@ -37,10 +37,11 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from .. import metal_limits
 from .errors import CompilationError
 
 # Buffers Metal binds per kernel: arguments, the packed scalars' struct and the hidden buffers.
-MAX_BINDINGS = 31
+MAX_BINDINGS = metal_limits.MAX_BUFFER_BINDINGS
 
 
 @dataclass(frozen=True)
