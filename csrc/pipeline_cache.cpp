@@ -3,6 +3,7 @@
 // caller waiting on it gets the same error, and the next request tries again.
 #include "pipeline_cache.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdint>
 #include <cstdlib>
@@ -190,12 +191,18 @@ void warn_locked(const std::string& key, const std::string& why, bool readable) 
 
 }  // namespace
 
-bool is_disk_refusal(int os_error) {
-  return os_error == ENOSPC || os_error == EROFS
+const std::vector<int>& disk_refusals() {
+  static const std::vector<int> errors = {ENOSPC, EROFS,
 #ifdef EDQUOT
-         || os_error == EDQUOT
+                                          EDQUOT
 #endif
-      ;
+  };
+  return errors;
+}
+
+bool is_disk_refusal(int os_error) {
+  const std::vector<int>& errors = disk_refusals();
+  return std::find(errors.begin(), errors.end(), os_error) != errors.end();
 }
 
 CacheDirs cache_dirs(const std::string& sub) {

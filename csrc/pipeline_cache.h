@@ -44,8 +44,9 @@ std::string usable_cache_dir(const std::string& sub);  // cache_dirs(sub).write
 // write in usable_cache_dir(), now the temporary directory. False otherwise (the caller raises).
 bool give_up_cache_writes(const std::string& path, int os_error, const std::string& what);
 
-// Whether `os_error` means the disk refuses new data (full, quota, read-only file system).
-bool is_disk_refusal(int os_error);
+// The errno values that mean the disk refuses new data: full, over quota, read-only file system.
+const std::vector<int>& disk_refusals();
+bool is_disk_refusal(int os_error);  // os_error is one of disk_refusals()
 
 // Warnings the core wants shown to the user (the bindings issue them as Python
 // RuntimeWarnings after each call that may add some). Thread-safe.

@@ -73,8 +73,6 @@ std::string unique_suffix() {
   return std::to_string(getpid()) + "-" + std::to_string(counter++) + "-" + std::to_string(now & 0xffffff);
 }
 
-void write_file(const std::string& path, const std::string& text) { write_whole_file(path, text); }
-
 std::string dir_of(const std::string& path) {
   size_t slash = path.find_last_of('/');
   if (slash == std::string::npos) return ".";
@@ -273,11 +271,7 @@ RunResult run_tool(const std::vector<std::string>& argv, const std::string& role
 // with the OS's reason, so the caller can move the build out of a full cache.
 void throw_if_disk_refused(const RunResult& r, const std::string& where) {
   if (r.status == 0) return;
-  for (int err : {ENOSPC, EROFS,
-#ifdef EDQUOT
-                  EDQUOT
-#endif
-       })
+  for (int err : disk_refusals())
     if (r.output.find(std::strerror(err)) != std::string::npos)
       throw HostError("simulator: the compiler could not write its output in " + where + ": " + std::strerror(err), err);
 }
@@ -426,7 +420,7 @@ std::string support_object(const Toolchain& tc, const CompileOptions& options, c
   TempFiles temps;
   make_dirs(work);
   temps.add_dir(work);
-  write_file(work + "/support.cpp", kSupportSource);
+  write_whole_file(work + "/support.cpp", kSupportSource);
   std::vector<std::string> argv = tc.cc.empty() ? tc.cxx : tc.cc;
   argv.insert(argv.end(), flags.begin(), flags.end());
   for (const char* f : {"support.cpp", "-o", "support.o"}) argv.push_back(f);
@@ -637,7 +631,7 @@ void compile_shared_object(const std::string& cpp, const std::string& out_path, 
   temps.add_dir(work);
   const std::string src = work + "/kernel.cpp";
   const std::string so = work + "/kernel.so";
-  write_file(src, cpp);
+  write_whole_file(src, cpp);
 
   RunResult r;
   if (!tc.cc.empty()) {  // direct mode: clang -c with the shim's PCH, then ld.lld
@@ -706,7 +700,7 @@ void strict_check(const std::string& cpp, const CompileOptions& options) {
   remove_stale_temps(tmpdir, "tmps-strict-");
   std::string src = tmpdir + "/tmps-strict-" + unique_suffix() + ".cpp";
   temps.add(src);
-  write_file(src, cpp);
+  write_whole_file(src, cpp);
 
   // `zig c++ -fsyntax-only` fails on its own output handling; zig's bundled clang driver
   // (`zig clang`) does syntax-only checks fine and needs no zig cache.
