@@ -31,8 +31,8 @@ if(TRITON_MPS_METAL_EMU AND NOT APPLE)
     set(_flags --target=${_tmps_arch}-linux-gnu -resource-dir "${_tmps_zig_dir}/lib" -std=c++17 -fblocks -fPIC -O2
         -Wall -Wextra -Wno-unused-parameter -D__MAC_26_0=260000 -DTMPS_METAL_EMULATED=1 ${_tmps_arch_flags}
         -I "${_src}" -isystem "${_src}/metal_emu/include" -isystem "${_tmps_metal_cpp_include}")
-    set(_sources metal/metal_device.cpp metal/metal_impl.cpp metal/torch_stream.cpp metal/fork_check.cpp
-        metal_emu/objc_runtime.cpp
+    set(_sources metal/metal_device.cpp metal/pipeline_archive.cpp metal/metal_impl.cpp metal/torch_stream.cpp
+        metal/fork_check.cpp metal_emu/objc_runtime.cpp
         metal_emu/blocks_runtime.cpp metal_emu/foundation.cpp metal_emu/metal_objects.cpp
         metal_emu/metal_entry.cpp metal_emu/emu_hooks.cpp metal_emu/threading_checks.cpp
         metal_emu/msgsend_${_tmps_arch}.S)
