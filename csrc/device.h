@@ -163,6 +163,10 @@ class Device : public std::enable_shared_from_this<Device> {
   virtual std::shared_ptr<Pipeline> build_pipeline(const std::string& source, const std::string& entry,
                                                    const CompileOptions& options) = 0;
   virtual std::unique_ptr<Batch> new_batch() = 0;
+  // Why this device cannot run `pipeline` ("" when it can): another backend's pipeline, or one
+  // built for another GPU. build_dispatch (launcher.cpp) refuses such a launch with it. The
+  // default accepts every pipeline (the simulator's batches check their own).
+  virtual std::string pipeline_mismatch(const Pipeline& pipeline) const { return ""; }
   // Stable identity for cache keys ("sim:<abi>:<compiler>", "metal:<registry id>:<os build>").
   virtual std::string cache_identity() const = 0;
 };

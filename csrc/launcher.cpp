@@ -57,13 +57,19 @@ size_t packed_alignment(size_t n) {
 size_t align_up(size_t x, size_t a) { return (x + a - 1) / a * a; }
 
 // Checks a Buffer argument against its parameter and returns the binding.
-Binding bind_buffer(const Pipeline& pipe, size_t arg_no, const Arg& arg, const ParamInfo& p) {
+Binding bind_buffer(const Pipeline& pipe, const DeviceInfo& info, size_t arg_no, const Arg& arg, const ParamInfo& p) {
   const std::string who = kernel_of(pipe) + ": argument " + std::to_string(arg_no) + " " + describe(p);
   if (!arg.buffer) throw InvalidArgument(who + " has no buffer");
   const uint64_t length = arg.buffer->length();
   if (arg.offset > length) {
     throw InvalidArgument(who + ": offset " + std::to_string(arg.offset) + " is past the end of its " +
                           std::to_string(length) + "-byte buffer");
+  }
+  // Metal's rule (its API validation): a buffer binds at an offset inside it, below its length.
+  // The simulator binds an empty view at the end.
+  if (!info.is_simulator && arg.offset == length) {
+    throw InvalidArgument(who + ": offset " + std::to_string(arg.offset) + " is not inside the buffer's " +
+                          std::to_string(length) + " bytes (Metal binds a buffer at an offset below its length)");
   }
   if (arg.size != 0 && arg.size > length - arg.offset) {
     throw InvalidArgument(who + ": range of " + std::to_string(arg.size) + " bytes at offset " +
@@ -140,7 +146,7 @@ void bind_arguments(Dispatch& d, const Pipeline& pipe, const DeviceInfo& info, c
     }
     for (size_t i = 0; i < args.size(); ++i) {
       const ParamInfo& p = *buffer_params[i];
-      d.bindings.push_back(args[i].kind == Arg::Kind::Buffer ? bind_buffer(pipe, i, args[i], p)
+      d.bindings.push_back(args[i].kind == Arg::Kind::Buffer ? bind_buffer(pipe, info, i, args[i], p)
                                                              : bind_scalar(pipe, i, args[i], p));
     }
     if (args.size() > max_bindings) {
@@ -178,7 +184,7 @@ void bind_arguments(Dispatch& d, const Pipeline& pipe, const DeviceInfo& info, c
     for (size_t i = 0; i < args.size(); ++i) {
       const Arg& a = args[i];
       if (a.kind == Arg::Kind::Buffer) {
-        d.bindings.push_back(bind_buffer(pipe, i, a, *buffer_slots[slot++]));
+        d.bindings.push_back(bind_buffer(pipe, info, i, a, *buffer_slots[slot++]));
         continue;
       }
       if (a.bytes.empty()) {
@@ -230,9 +236,10 @@ void check_threads(const Pipeline& pipe, const DeviceInfo& info, const LaunchCon
   uint64_t threads = 1;
   for (int i = 0; i < 3; ++i) {
     if (config.threads_per_group[i] == 0) {
-      throw LimitExceeded(kernel + ": threadgroup size has a zero dimension (" + std::to_string(config.threads_per_group[0]) +
-                          ", " + std::to_string(config.threads_per_group[1]) + ", " +
-                          std::to_string(config.threads_per_group[2]) + ")");
+      throw InvalidArgument(kernel + ": threads must be between 1 and 2**32-1 in each dimension, got (" +
+                            std::to_string(config.threads_per_group[0]) + ", " +
+                            std::to_string(config.threads_per_group[1]) + ", " +
+                            std::to_string(config.threads_per_group[2]) + "): a threadgroup has no zero dimension");
     }
     threads *= config.threads_per_group[i];
   }
@@ -279,13 +286,17 @@ void size_threadgroup_memory(Dispatch& d, const Pipeline& pipe, const DeviceInfo
 }
 
 // Builds the dispatch or throws; touches no stream state. This is the one validation of a
-// launch that raises user-facing errors: the devices below (the simulator's Scheduler::run,
-// metal_device.cpp validate_dispatch) assert what it checks (a violation there is a bug) and
-// check only what it cannot know (that a pipeline and buffers belong to that device, Metal's
-// rule that an offset lies inside its buffer).
+// launch that raises user-facing errors (the layers above only convert: Python's runtime.py
+// and the Triton launcher pass sizes and arguments on unchecked): that the device can run the
+// pipeline (Device::pipeline_mismatch), the arguments against the kernel's parameters and
+// Metal's binding rules, the threadgroup size and threadgroup memory against Metal's, the
+// device's and the pipeline's limits. The devices below (the simulator's Scheduler::run,
+// metal_device.cpp validate_dispatch) assert what it checks: a violation there is a bug.
 Dispatch build_dispatch(const Device& device, const std::shared_ptr<Pipeline>& pipeline, const std::vector<Arg>& args,
                         const LaunchConfig& config) {
   if (!pipeline) throw InvalidArgument("launch: no pipeline");
+  if (const std::string why = device.pipeline_mismatch(*pipeline); !why.empty())
+    throw InvalidArgument(kernel_of(*pipeline) + ": " + why);
   Dispatch d;
   d.pipeline = pipeline;
   bind_arguments(d, *pipeline, device.info(), args, config);

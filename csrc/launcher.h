@@ -55,7 +55,7 @@ class Launcher {
   // Validate `args` against the pipeline's parameters (count, buffer vs scalar, sizes known
   // to the backend, Metal's limits) and encode the dispatch. Throws InvalidArgument or
   // LimitExceeded naming the kernel and parameter; nothing is encoded then.
-  // A zero threadgroup size is LimitExceeded; a grid with zero threadgroups is validated and
+  // A zero threadgroup dimension is InvalidArgument; a grid with zero threadgroups is validated and
   // then encodes nothing (an empty Triton grid). Dispatch errors surface in synchronize().
   // Returns the dispatch's timing record when `timed` (filled after completion), else null.
   std::shared_ptr<DispatchTiming> launch(const std::shared_ptr<Pipeline>& pipeline, const std::vector<Arg>& args,

@@ -439,6 +439,13 @@ std::shared_ptr<Pipeline> MetalDevice::build_pipeline(const std::string& source,
   return std::make_shared<MetalPipeline>(entry, decl->params, decl->line, std::move(state), std::move(origins));
 }
 
+std::string MetalDevice::pipeline_mismatch(const Pipeline& pipeline) const {
+  auto* p = dynamic_cast<const MetalPipeline*>(&pipeline);
+  if (!p) return "pipeline was not built by a Metal device";
+  if (p->state()->device() != device_.get()) return "pipeline was built for another Metal device";
+  return "";
+}
+
 std::unique_ptr<Batch> MetalDevice::new_batch() {
   require_metal_process("a launch");
   return std::make_unique<MetalBatch>(device_, queue_, timer_, info_, validation_);
@@ -467,28 +474,26 @@ MetalBatch::~MetalBatch() {
   }
 }
 
-// Launcher::build_dispatch is the validation that raises user-facing errors (threads, bindings,
-// threadgroup memory against Metal's and the device's limits). What it checks is asserted here
-// only (a violation is a bug: Metal would reject the command buffer or fault); what it cannot
-// know is checked here for the user: that the pipeline and buffers are this Metal device's,
-// and Metal's rule that a buffer's offset lies inside it.
+// Launcher::build_dispatch is the validation that raises user-facing errors (the pipeline is
+// this device's, threads, bindings and Metal's offset rule, threadgroup memory against Metal's
+// and the device's limits). What it checks is asserted here only: a violation is a bug (Metal
+// would reject the command buffer or fault).
 void validate_dispatch(MTL::Device* device, const DeviceInfo& info, const Dispatch& d) {
-  auto* pipeline = dynamic_cast<MetalPipeline*>(d.pipeline.get());
-  if (!pipeline) throw InvalidArgument("Metal batch: the dispatch's pipeline was not built by a Metal device");
-  const std::string kernel = "kernel '" + pipeline->name() + "': ";
+  std::string kernel;
   const auto bug = [&](const std::string& what) {
     return LimitExceeded(kernel + "internal error: a dispatch with " + what +
                          " reached the Metal device (Launcher::build_dispatch refuses such launches; a bug)");
   };
-  if (pipeline->state()->device() != device)
-    throw InvalidArgument(kernel + "pipeline was built for another Metal device");
+  auto* pipeline = dynamic_cast<MetalPipeline*>(d.pipeline.get());
+  if (!pipeline) throw bug("a pipeline no Metal device built");
+  kernel = "kernel '" + pipeline->name() + "': ";
+  if (pipeline->state()->device() != device) throw bug("a pipeline built for another Metal device");
   uint64_t threads = 1;
   for (uint32_t t : d.threads_per_group) threads *= t;
   if (threads == 0 || threads > pipeline->max_total_threads_per_threadgroup())
     throw bug("a threadgroup of " + std::to_string(threads) + " threads (the pipeline's maxTotalThreadsPerThreadgroup "
               "is " + std::to_string(pipeline->max_total_threads_per_threadgroup()) + ")");
   for (const Binding& b : d.bindings) {
-    const std::string where = kernel + "binding buffer(" + std::to_string(b.index) + "): ";
     if (b.index >= info.max_buffer_bindings)
       throw bug("buffer(" + std::to_string(b.index) + "), over Metal's " + std::to_string(info.max_buffer_bindings) +
                 " buffer bindings");
@@ -496,11 +501,11 @@ void validate_dispatch(MTL::Device* device, const DeviceInfo& info, const Dispat
       if (b.bytes.empty()) throw bug("no inline bytes at buffer(" + std::to_string(b.index) + ")");
       continue;
     }
-    if (!b.buffer || !b.buffer->native_handle()) throw InvalidArgument(where + "no Metal buffer bound");
+    if (!b.buffer || !b.buffer->native_handle()) throw bug("no Metal buffer at buffer(" + std::to_string(b.index) + ")");
     // Metal's validation: the offset must be < the buffer's length (an offset equal to it is rejected too).
     if (b.offset >= b.buffer->length())
-      throw InvalidArgument(where + "offset " + std::to_string(b.offset) + " is not inside the buffer's " +
-                            std::to_string(b.buffer->length()) + " bytes");
+      throw bug("buffer(" + std::to_string(b.index) + ") at offset " + std::to_string(b.offset) + ", not inside its " +
+                std::to_string(b.buffer->length()) + " bytes");
   }
   uint64_t shared = pipeline->static_threadgroup_memory();
   for (const auto& [index, bytes] : d.threadgroup_memory) {

@@ -126,6 +126,7 @@ class MetalDevice final : public Device {
   std::shared_ptr<Pipeline> build_pipeline(const std::string& source, const std::string& entry,
                                            const CompileOptions& options) override;
   std::unique_ptr<Batch> new_batch() override;
+  std::string pipeline_mismatch(const Pipeline& pipeline) const override;
   std::string cache_identity() const override { return identity_; }
 
   MTL::Device* mtl() const { return device_.get(); }
@@ -146,9 +147,10 @@ class MetalDevice final : public Device {
   std::map<std::pair<uintptr_t, uintptr_t>, std::weak_ptr<const Ref<MTL::Buffer>>> host_wraps_;
 };
 
-// Metal's validation rules for one dispatch on `device` (pipeline, thread count, bindings,
-// threadgroup memory); throws InvalidArgument / LimitExceeded. Shared by MetalBatch and the
-// PyTorch MPS stream (torch_stream.cpp).
+// Metal's rules for one dispatch on `device` (pipeline, thread count, bindings, threadgroup
+// memory), asserted: Launcher::build_dispatch validated the dispatch for the user, so a violation
+// here is a bug (an internal error). Shared by MetalBatch and the PyTorch MPS stream
+// (torch_stream.cpp).
 void validate_dispatch(MTL::Device* device, const DeviceInfo& info, const Dispatch& d);
 // Sets the pipeline, bindings and threadgroup memory of `d` on `enc` and dispatches it. Inline
 // bytes over Metal's 4 KiB setBytes limit go through a new buffer appended to `scratch_buffers`

@@ -362,7 +362,6 @@ class TritonLauncher {
       }
       slots_.push_back(std::move(s));
     }
-    if (threads_ == 0) throw InvalidArgument("kernel '" + kernel_ + "': zero threads per threadgroup");
     bound_.resize(num_args_);
   }
 

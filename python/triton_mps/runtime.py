@@ -158,7 +158,7 @@ class Kernel:
                 bound.append(a)
         return self.device.launch(
             self.pipeline,
-            _dim3(grid, "grid"),
+            _dim3(grid, "grid", least=0),
             _dim3(threads, "threads", least=1),
             bound,
             threadgroup_memory=list(threadgroup_memory),
@@ -235,11 +235,14 @@ def _check_dense(arr: Any, param: dict, kernel: str) -> None:
             "its buffer densely: pass np.ascontiguousarray(a) (torch: a.contiguous())")
 
 
-def _dim3(v: Sequence[int] | int, what: str = "grid", least: int = 0) -> tuple[int, int, int]:
+def _dim3(v: Sequence[int] | int, what: str, least: int) -> tuple[int, int, int]:
+    """`v` as the core's three uint32 dimensions. Only the conversion: what a dispatch accepts is
+    build_dispatch's rule (csrc/launcher.cpp; it refuses a zero threadgroup dimension), and
+    `least` is that rule's lower bound, named in the message for values no uint32 holds."""
     t = (v,) if isinstance(v, int) else tuple(int(x) for x in v)
     if not 1 <= len(t) <= 3:
         raise _core.InvalidArgument(f"{what}: expected 1 to 3 dimensions, got {v!r}")
-    if any(not least <= x < 2**32 for x in t):
+    if any(not 0 <= x < 2**32 for x in t):
         raise _core.InvalidArgument(f"{what} must be between {least} and 2**32-1 in each dimension, got {v!r}")
     return t + (1,) * (3 - len(t))  # type: ignore[return-value]
 

@@ -149,6 +149,46 @@ TEST(Launcher, OffsetsMustLieInsideTheBuffer) {
   EXPECT_EQ(dispatch_count(*dev), 0u);
 }
 
+TEST(Launcher, MetalRefusesAnOffsetAtTheEndOfItsBuffer) {
+  // Metal's API validation wants an offset below the buffer's length; the simulator binds an
+  // empty view at the end. build_dispatch checks it for a Metal device (the device only asserts).
+  auto dev = std::make_shared<FakeDevice>();
+  Launcher s(dev);
+  auto args = add_args(*dev);
+  args[0].offset = 64;
+  s.launch(add_kernel(), args, LaunchConfig{});
+  EXPECT_EQ(s.pending(), 1u);
+  dev->mutable_info().is_simulator = false;
+  std::string m = message_of<InvalidArgument>([&] { s.launch(add_kernel(), args, LaunchConfig{}); });
+  EXPECT_TRUE(contains(m, "kernel 'add'") && contains(m, "'x'") && contains(m, "offset 64 is not inside the buffer's 64 bytes"))
+      << m;
+  EXPECT_EQ(s.pending(), 1u);
+}
+
+namespace {
+// A device that runs only the pipelines it names.
+class PickyDevice : public FakeDevice {
+ public:
+  std::string pipeline_mismatch(const Pipeline& p) const override {
+    return p.name() == "add" ? std::string() : "pipeline was built for another device";
+  }
+};
+}  // namespace
+
+TEST(Launcher, RefusesAPipelineTheDeviceCannotRun) {
+  auto dev = std::make_shared<PickyDevice>();
+  Launcher s(dev);
+  auto args = add_args(*dev);
+  auto other = std::make_shared<FakePipeline>("other", add_kernel()->params());
+  std::string m = message_of<InvalidArgument>([&] { s.launch(other, args, LaunchConfig{}); });
+  EXPECT_EQ(m, "kernel 'other': pipeline was built for another device");
+  m = message_of<InvalidArgument>([&] { s.prepare(other, args, LaunchConfig{}); });  // the foreign stream's path
+  EXPECT_EQ(m, "kernel 'other': pipeline was built for another device");
+  EXPECT_EQ(dispatch_count(*dev), 0u);
+  s.launch(add_kernel(), args, LaunchConfig{});
+  EXPECT_EQ(s.pending(), 1u);
+}
+
 TEST(Launcher, ThreadLimits) {
   auto dev = std::make_shared<FakeDevice>();
   Launcher s(dev);
@@ -162,9 +202,9 @@ TEST(Launcher, ThreadLimits) {
   m = message_of<LimitExceeded>([&] { s.launch(add_kernel(/*max_threads=*/256), args, cfg); });
   EXPECT_TRUE(contains(m, "kernel 'add'") && contains(m, "256")) << m;
 
-  cfg.threads_per_group = {32, 0, 1};
-  m = message_of<LimitExceeded>([&] { s.launch(add_kernel(), args, cfg); });
-  EXPECT_TRUE(contains(m, "zero")) << m;
+  cfg.threads_per_group = {32, 0, 1};  // refused here, not by a layer above (runtime.py, the Triton launcher)
+  m = message_of<InvalidArgument>([&] { s.launch(add_kernel(), args, cfg); });
+  EXPECT_TRUE(contains(m, "kernel 'add'") && contains(m, "threads must be between 1") && contains(m, "(32, 0, 1)")) << m;
 
   cfg.threads_per_group = {1024, 1, 1};
   s.launch(add_kernel(), args, cfg);

@@ -183,6 +183,54 @@ def test_bad_launch_sizes(sim, rng, bad):
     run_scale_ok(sim, rng)
 
 
+def test_launch_sizes_are_checked_once_in_the_core(sim, rng):
+    # runtime.py only converts sizes to three uint32s; the core's build_dispatch (csrc/launcher.cpp)
+    # refuses a zero threadgroup dimension, for every caller (the Triton launcher below too).
+    k = triton_mps.compile_msl(SCALE, "axpb", sim)
+    x, y = rng.standard_normal(8).astype(np.float32), poisoned(8, np.float32)
+    with pytest.raises(triton_mps.InvalidArgument,
+                       match=re.escape("kernel 'axpb': threads must be between 1 and 2**32-1 in each dimension, "
+                                       "got (8, 0, 1)")):
+        k(x, y, 1.0, 8, grid=1, threads=(8, 0))
+    with pytest.raises(triton_mps.InvalidArgument,
+                       match=re.escape("threads must be between 1 and 2**32-1 in each dimension, got -1")):
+        k(x, y, 1.0, 8, grid=1, threads=-1)  # no uint32: refused while converting
+    run_scale_ok(sim, rng)
+
+
+def test_triton_launcher_zero_threads_are_refused_at_launch(sim, rng):
+    # The Triton launcher (csrc/python/triton_launch.cpp) keeps no check of its own.
+    from triton_mps import _core
+
+    k = triton_mps.compile_msl(SCALE, "axpb", sim)
+    specs = [("pointer", "x", "float"), ("pointer", "y", "float"), ("scalar", "a", "float"), ("scalar", "n", "uint")]
+    def fallback(*_):
+        raise AssertionError("torch tensors need no fallback")
+
+    launcher = _core.TritonLauncher(kernel="axpb", specs=specs, threads=0, pack_scalars_at=-1, fallback=fallback)
+    function = _core.TritonFunction(sim, k.pipeline)
+    x, y = torch.ones(8), torch.zeros(8)
+    with pytest.raises(triton_mps.InvalidArgument, match=re.escape("kernel 'axpb': threads must be between 1")):
+        launcher(1, 1, 1, None, function, None, None, None, None, x, y, 1.0, 8)
+    assert not y.any()
+    run_scale_ok(sim, rng)
+
+
+def test_pipeline_of_another_device_is_refused(rng):
+    if not any(d.is_emulated for d in triton_mps.devices()):
+        pytest.skip("built without the emulated Metal device")
+    sim, emu = triton_mps.get_device("sim"), triton_mps.get_device("metal-emu")
+    x, y = rng.standard_normal(8).astype(np.float32), poisoned(8, np.float32)
+    on_sim = triton_mps.compile_msl(SCALE, "axpb", sim)
+    with pytest.raises(triton_mps.InvalidArgument, match="kernel 'axpb': pipeline was not built by a Metal device"):
+        triton_mps.Kernel(on_sim.pipeline, emu)(x, y, 1.0, 8, grid=1, threads=8)
+    on_emu = triton_mps.compile_msl(SCALE, "axpb", emu)
+    with pytest.raises(triton_mps.InvalidArgument, match="not built by the simulator device"):
+        triton_mps.Kernel(on_emu.pipeline, sim)(x, y, 1.0, 8, grid=1, threads=8)
+    run_scale_ok(emu, rng)
+    run_scale_ok(sim, rng)
+
+
 @bad_input("threads per threadgroup over 1024", given="threads=2048 or (32, 32, 2)",
            raises="triton_mps.LimitExceeded", says="1024")
 def test_oversized_threadgroup(sim, rng, bad):
