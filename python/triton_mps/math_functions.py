@@ -29,12 +29,17 @@ names. The MSL helpers an expression calls (`tmps_*`, compiler/mslib/) are emitt
 
 `math`: the MLIR `math.*` op lowered by the row (on fp32/fp16/bf16/fp8 by `math_f32`, on fp64
 by `f64`). `libdevice`: the libdevice names (space-separated) whose arguments and result are one
-float type: fp32, fp16 and bf16, and fp64 when the row has `f64` or `wide`. Libdevice names of
-other signatures (ldexp(x, int32), isnan -> int1, conversions, integer functions) are spelled in
-language/libdevice.py with the row's symbol.
+float type `T`: fp32, fp16 and bf16, and fp64 when the row has `f64` or `wide` (the row's
+`float_types`). `signatures`: the libdevice names of other signatures that call the row's
+symbol, each `"name [name ...](arg, ...) -> result [for T in type ...]"` over Triton's dtype
+names: `T` stands for each of the row's float types (or of the `for T in` list) in turn;
+`int1` as the result: the symbol gives int32 and the function converts it to int1 (CUDA's
+bool-returning predicates). A libdevice name may gather signatures from several rows (`abs`:
+fabs on floats, iabs on integers; `pow`: pow, and powi for pow(float, int32)); `LIBDEVICE`
+below is every name's table, which language/libdevice.py turns into functions as it is.
 
-Adding a math function: one row here (`math` and/or `libdevice` set), plus its MSL helper in a
-compiler/mslib/ family module when neither Metal nor the library has one.
+Adding a math function: one row here (`math`, `libdevice` and/or `signatures` set), plus its MSL
+helper in a compiler/mslib/ family module when neither Metal nor the library has one.
 """
 
 from __future__ import annotations
@@ -43,6 +48,37 @@ import re
 from dataclasses import dataclass
 
 _ARG = re.compile(r"\{(\d+)\}")
+# "ldexp scalbn(T, int32) -> T", "clz(T) -> int32 for T in int32 int64"
+_SIGNATURE = re.compile(r"([\w ]+)\(([\w ,]+)\) -> (\w+)(?: for T in ([\w ]+))?")
+_FLOATS = ("fp32", "fp16", "bf16")
+# CUDA's integer names in conversions (float2int_rn, ll2double_rz, ...) and their dtypes
+_SIGNED = (("int", "int32"), ("ll", "int64"))
+_UNSIGNED = (("uint", "uint32"), ("ull", "uint64"))
+
+
+def _from_float(mode: str, ints) -> tuple[str, ...]:
+    """float2<int>_<mode>(fp32) -> <int> for each CUDA integer of `ints`."""
+    return tuple(f"float2{c}_{mode}(fp32) -> {t}" for c, t in ints)
+
+
+def _rounding_signatures(kind: str, mode: str) -> tuple[str, ...]:
+    """The libdevice names of a directed-rounding row (ops/rounding.py), by its kind and mode."""
+    if kind in ("add", "sub", "mul", "div", "fma", "sqrt", "rcp"):  # arithmetic on fp32 and fp64
+        args = ", ".join(["T"] * {"fma": 3, "sqrt": 1, "rcp": 1}.get(kind, 2))
+        return (f"{kind}_{mode}({args}) -> T for T in fp32 fp64", )
+    ints = _UNSIGNED if kind[0] == "u" or kind == "d2u" else _SIGNED
+    if kind == "d2f":
+        return (f"double2float_{mode}(fp64) -> fp32", )
+    if kind in ("d2i", "d2u"):  # saturating, NaN -> 0, as float2int_*
+        return tuple(f"double2{c}_{mode}(fp64) -> {t}" for c, t in ints)
+    if kind in ("i2d", "u2d"):  # from 32 bits only _rn (exact)
+        return tuple(f"{c}2double_{mode}({t}) -> fp64" for c, t in ints if mode == "rn" or t.endswith("64"))
+    if kind in ("i2f", "u2f"):  # the directed modes (the _rn ones are the native i2f, u2f rows)
+        return tuple(f"{c}2float_{mode}({t}) -> fp32" for c, t in ints)
+    return {"d2hi": ("double2hiint(fp64) -> int32", ), "d2lo": ("double2loint(fp64) -> int32", ),
+            "hilo2d": ("hiloint2double(int32, int32) -> fp64", ),  # (hi, lo)
+            "d_as_ll": ("double_as_longlong(fp64) -> int64", ),
+            "ll_as_d": ("longlong_as_double(int64) -> fp64", )}[kind]
 
 
 @dataclass(frozen=True)
@@ -54,6 +90,7 @@ class MathFn:
     rounding: tuple[str, str] | None = None
     math: str = ""  # the math.* op it lowers, if any
     libdevice: str = ""  # libdevice names of the (T, ..., T) -> T signature, space-separated
+    signatures: tuple[str, ...] = ()  # libdevice names of other signatures ("name(arg, ...) -> result")
 
     @property
     def symbol(self) -> str:
@@ -74,6 +111,28 @@ class MathFn:
         return self.f64 is not None or self.wide is not None
 
     @property
+    def float_types(self) -> tuple[str, ...]:
+        """What `T` stands for in its libdevice signatures unless a `for T in` says otherwise."""
+        return (*_FLOATS, "fp64") if self.takes_f64 else _FLOATS
+
+    @property
+    def libdevice_signatures(self) -> tuple[tuple[str, tuple[str, ...], str], ...]:
+        """(libdevice name, argument dtypes, result dtype) of every libdevice function calling
+        the row's symbol: the `libdevice` names, then the `signatures`."""
+        out = [(n, (t, ) * self.arity, t) for n in self.libdevice_names for t in self.float_types]
+        for sig in self.signatures:
+            m = _SIGNATURE.fullmatch(sig)
+            if m is None:
+                raise ValueError(f"math_functions: {self.name}: bad libdevice signature {sig!r}")
+            names, args, result, types = m.groups()
+            arg_list = tuple(a.strip() for a in args.split(","))
+            uses_t = "T" in arg_list or result == "T"
+            for t in (types.split() if types else self.float_types) if uses_t else ("", ):
+                sub = {"T": t}
+                out += [(n, tuple(sub.get(a, a) for a in arg_list), sub.get(result, result)) for n in names.split()]
+        return tuple(out)
+
+    @property
     def arity(self) -> int:
         """The number of arguments its expression reads ({0}, {1}, ...)."""
         tpl = self.f32 or self.wide or ""
@@ -89,7 +148,8 @@ FUNCTIONS: tuple[MathFn, ...] = (
     _F("trunc", "trunc({0})", f64="tmps_f64_round_int({0}, 0)", math="math.trunc", libdevice="trunc"),
     _F("round", "round({0})", f64="tmps_f64_round_int({0}, 3)", math="math.round", libdevice="round"),
     _F("rint", "rint({0})", f64="tmps_f64_round_int({0}, 4)", math="math.roundeven", libdevice="rint nearbyint"),
-    _F("fabs", "fabs({0})", f64="{0} & 0x7ffffffffffffffful", math="math.absf", libdevice="fabs"),
+    _F("fabs", "fabs({0})", f64="{0} & 0x7ffffffffffffffful", math="math.absf", libdevice="fabs",
+       signatures=("abs(T) -> T", )),
     _F("exp", "precise::exp({0})", f64="tmps_f64_exp", math="math.exp", libdevice="exp"),
     _F("exp2", "precise::exp2({0})", f64="tmps_f64_exp2", math="math.exp2", libdevice="exp2"),
     _F("log", "precise::log({0})", f64="tmps_f64_log", math="math.log", libdevice="log"),
@@ -157,45 +217,57 @@ FUNCTIONS: tuple[MathFn, ...] = (
     _F("fast_tanh", "fast::tanh({0})", libdevice="fast_tanhf"),
     _F("fast_divide", "fast::divide({0}, {1})", libdevice="fast_dividef"),
     _F("fast_pow", "fast::pow({0}, {1})", libdevice="fast_powf"),
-    # ---- other signatures (language/libdevice.py spells them) ---------------------------------------
-    _F("powi", "tmps_powi({0}, {1})", f64="tmps_f64_powi"),  # pow(float, int32), CUDA's powi
-    _F("ldexp", "ldexp({0}, {1})", f64="tmps_f64_scalbn"),
+    # ---- other signatures (`signatures`: CUDA's argument and result types) -------------------------
+    _F("powi", "tmps_powi({0}, {1})", f64="tmps_f64_powi", signatures=("pow(T, int32) -> T", )),  # CUDA's powi
+    _F("ldexp", "ldexp({0}, {1})", f64="tmps_f64_scalbn", signatures=("ldexp scalbn(T, int32) -> T", )),
     # float -> int / bool-like int ({T}: the result type)
-    _F("ilogb", "tmps_ilogb({0})", f64="tmps_f64_ilogb"),
-    _F("isnan", "isnan({0})", f64="({T})tmps_f64_isnan({0})"),
-    _F("isinf", "isinf({0})", f64="({T})(({0} & 0x7ffffffffffffffful) == 0x7ff0000000000000ul)"),
-    _F("isfinite", "isfinite({0})", f64="({T})(({0} & 0x7ffffffffffffffful) < 0x7ff0000000000000ul)"),
-    _F("signbit", "signbit({0})", f64="({T})({0} >> 63)"),
-    _F("f2i_rint", "tmps_f2i_{T}(rint({0}))", f64="tmps_f64_llrint"),
-    _F("f2i_trunc", "tmps_f2i_{T}(trunc({0}))"),
-    _F("f2i_floor", "tmps_f2i_{T}(floor({0}))"),
-    _F("f2i_ceil", "tmps_f2i_{T}(ceil({0}))"),
-    _F("f2i_round", "tmps_f2i_{T}(round({0}))", f64="tmps_f64_llround"),
-    _F("f2u_rint", "tmps_f2u_{T}(rint({0}))"),
-    _F("f2u_trunc", "tmps_f2u_{T}(trunc({0}))"),
-    _F("f2u_floor", "tmps_f2u_{T}(floor({0}))"),
-    _F("f2u_ceil", "tmps_f2u_{T}(ceil({0}))"),
-    # integers (raw arguments; {UA}: argument 0's unsigned type)
-    _F("iabs", "{0} < 0 ? ({UA})0 - ({UA}){0} : ({UA}){0}"),
-    _F("clz", "clz(({UA}){0})"),
-    _F("popc", "popcount(({UA}){0})"),
-    _F("ffs", "{0} == 0 ? 0 : (int)ctz(({UA}){0}) + 1"),
-    _F("brev", "reverse_bits(({UA}){0})"),
-    _F("mulhi", "mulhi({0}, {1})"),
-    _F("umulhi", "mulhi(({UA}){0}, ({UA}){1})"),
-    _F("hadd", "({0} >> 1) + ({1} >> 1) + ({0} & {1} & 1)"),
-    _F("rhadd", "({0} >> 1) + ({1} >> 1) + (({0} | {1}) & 1)"),
-    _F("uhadd", "(({UA}){0} >> 1) + (({UA}){1} >> 1) + (({UA}){0} & ({UA}){1} & 1u)"),
-    _F("urhadd", "(({UA}){0} >> 1) + (({UA}){1} >> 1) + ((({UA}){0} | ({UA}){1}) & 1u)"),
-    _F("i2f", "(float){0}"),
-    _F("u2f", "(float)({UA}){0}"),
-    _F("bitcast", "as_type<{T}>({0})"),
+    _F("ilogb", "tmps_ilogb({0})", f64="tmps_f64_ilogb", signatures=("ilogb(T) -> int32", )),
+    _F("isnan", "isnan({0})", f64="({T})tmps_f64_isnan({0})", signatures=("isnan(T) -> int1", )),
+    _F("isinf", "isinf({0})", f64="({T})(({0} & 0x7ffffffffffffffful) == 0x7ff0000000000000ul)",
+       signatures=("isinf(T) -> int1", )),
+    _F("isfinite", "isfinite({0})", f64="({T})(({0} & 0x7ffffffffffffffful) < 0x7ff0000000000000ul)",
+       signatures=("finitef(T) -> int1", "isfinited(fp64) -> int1")),
+    _F("signbit", "signbit({0})", f64="({T})({0} >> 63)", signatures=("signbit(T) -> int32", )),
+    # float -> integer in a rounding mode: out-of-range values saturate and NaN gives 0 (as CUDA)
+    _F("f2i_rint", "tmps_f2i_{T}(rint({0}))", f64="tmps_f64_llrint",
+       signatures=(*_from_float("rn", _SIGNED), "llrint(T) -> int64")),
+    _F("f2i_trunc", "tmps_f2i_{T}(trunc({0}))", signatures=_from_float("rz", _SIGNED)),
+    _F("f2i_floor", "tmps_f2i_{T}(floor({0}))", signatures=_from_float("rd", _SIGNED)),
+    _F("f2i_ceil", "tmps_f2i_{T}(ceil({0}))", signatures=_from_float("ru", _SIGNED)),
+    _F("f2i_round", "tmps_f2i_{T}(round({0}))", f64="tmps_f64_llround", signatures=("llround(T) -> int64", )),
+    _F("f2u_rint", "tmps_f2u_{T}(rint({0}))", signatures=_from_float("rn", _UNSIGNED)),
+    _F("f2u_trunc", "tmps_f2u_{T}(trunc({0}))", signatures=_from_float("rz", _UNSIGNED)),
+    _F("f2u_floor", "tmps_f2u_{T}(floor({0}))", signatures=_from_float("rd", _UNSIGNED)),
+    _F("f2u_ceil", "tmps_f2u_{T}(ceil({0}))", signatures=_from_float("ru", _UNSIGNED)),
+    # integers (raw arguments; {UA}: argument 0's unsigned type). TTGIR integers are signless:
+    # unsigned variants need symbols of their own
+    _F("iabs", "{0} < 0 ? ({UA})0 - ({UA}){0} : ({UA}){0}", signatures=("abs(T) -> T for T in int32 int64", )),
+    _F("clz", "clz(({UA}){0})", signatures=("clz(T) -> int32 for T in int32 int64", )),
+    _F("popc", "popcount(({UA}){0})", signatures=("popc(T) -> int32 for T in int32 int64", )),
+    _F("ffs", "{0} == 0 ? 0 : (int)ctz(({UA}){0}) + 1", signatures=("ffs(T) -> int32 for T in int32 int64", )),
+    _F("brev", "reverse_bits(({UA}){0})", signatures=("brev(T) -> T for T in int32 int64", )),
+    _F("mulhi", "mulhi({0}, {1})", signatures=("mulhi(T, T) -> T for T in int32 int64", )),
+    _F("umulhi", "mulhi(({UA}){0}, ({UA}){1})", signatures=("mulhi(T, T) -> T for T in uint32 uint64", )),
+    _F("hadd", "({0} >> 1) + ({1} >> 1) + ({0} & {1} & 1)", signatures=("hadd(int32, int32) -> int32", )),
+    _F("rhadd", "({0} >> 1) + ({1} >> 1) + (({0} | {1}) & 1)", signatures=("rhadd(int32, int32) -> int32", )),
+    _F("uhadd", "(({UA}){0} >> 1) + (({UA}){1} >> 1) + (({UA}){0} & ({UA}){1} & 1u)",
+       signatures=("hadd(uint32, uint32) -> uint32", )),
+    _F("urhadd", "(({UA}){0} >> 1) + (({UA}){1} >> 1) + ((({UA}){0} | ({UA}){1}) & 1u)",
+       signatures=("rhadd(uint32, uint32) -> uint32", )),
+    _F("i2f", "(float){0}", signatures=("int2float_rn(int32) -> fp32", "ll2float_rn(int64) -> fp32")),
+    _F("u2f", "(float)({UA}){0}", signatures=("uint2float_rn(uint32) -> fp32", "ull2float_rn(uint64) -> fp32")),
+    _F("bitcast", "as_type<{T}>({0})", signatures=("float_as_int(fp32) -> int32", "float_as_uint(fp32) -> uint32",
+                                                    "int_as_float(int32) -> fp32", "uint_as_float(uint32) -> fp32")),
     # CUDA's __byte_perm, __[u]mul24 (24-bit operands: signed ones sign-extended from bit 23), __[u]sad
-    _F("byte_perm", "tmps_byte_perm((uint){0}, (uint){1}, (uint){2})"),
-    _F("mul24", "(uint)((int)((uint){0} << 8) >> 8) * (uint)((int)((uint){1} << 8) >> 8)"),
-    _F("umul24", "((uint){0} & 0xffffffu) * ((uint){1} & 0xffffffu)"),
-    _F("sad", "({0} < {1} ? (uint){1} - (uint){0} : (uint){0} - (uint){1}) + (uint){2}"),
-    _F("usad", "((uint){0} < (uint){1} ? (uint){1} - (uint){0} : (uint){0} - (uint){1}) + (uint){2}"),
+    _F("byte_perm", "tmps_byte_perm((uint){0}, (uint){1}, (uint){2})",
+       signatures=("byte_perm(T, T, T) -> T for T in int32 uint32", )),
+    _F("mul24", "(uint)((int)((uint){0} << 8) >> 8) * (uint)((int)((uint){1} << 8) >> 8)",
+       signatures=("mul24(int32, int32) -> int32", )),
+    _F("umul24", "((uint){0} & 0xffffffu) * ((uint){1} & 0xffffffu)", signatures=("mul24(uint32, uint32) -> uint32", )),
+    _F("sad", "({0} < {1} ? (uint){1} - (uint){0} : (uint){0} - (uint){1}) + (uint){2}",
+       signatures=("sad(int32, int32, uint32) -> int32", )),
+    _F("usad", "((uint){0} < (uint){1} ? (uint){1} - (uint){0} : (uint){0} - (uint){1}) + (uint){2}",
+       signatures=("sad(uint32, uint32, uint32) -> uint32", )),
     # ---- every float type in software binary64 (compiler/mslib/bessel.py, erfgamma.py, misc.py) ------
     _F("j0", wide="tmps_f64_bessel_jy({0}, 0, false)", libdevice="j0"),
     _F("j1", wide="tmps_f64_bessel_jy({0}, 1, false)", libdevice="j1"),
@@ -210,31 +282,48 @@ FUNCTIONS: tuple[MathFn, ...] = (
     _F("normcdfinv", wide="tmps_f64_normcdfinv({0})", libdevice="normcdfinv"),
     _F("lgamma", wide="tmps_f64_lgamma({0})", libdevice="lgamma"),
     _F("tgamma", wide="tmps_f64_tgamma({0})", libdevice="tgamma"),
-    _F("jn", wide="tmps_f64_jn({1}, {0})"),  # {1}: the int32 order (language/libdevice.py: jn(n, x))
-    _F("yn", wide="tmps_f64_yn({1}, {0})"),
-    _F("rcp64h", wide="tmps_f64_rcp64h({0})"),  # fp64 only
-    # ---- directed rounding and bit moves (ops/rounding.py; language/libdevice.py spells the names) ---
+    _F("jn", wide="tmps_f64_jn({1}, {0})", signatures=("jn(int32, T) -> T", )),  # {1}: the int32 order, as CUDA
+    _F("yn", wide="tmps_f64_yn({1}, {0})", signatures=("yn(int32, T) -> T", )),
+    _F("rcp64h", wide="tmps_f64_rcp64h({0})", signatures=("rcp64h(fp64) -> fp64", )),
+    # ---- directed rounding and bit moves (ops/rounding.py; _rounding_signatures names them) --------
     # arithmetic on fp32 and fp64: <op>_<mode> (the _rn ones are the rows above)
-    *(_F(f"{op}_{m}", rounding=(op, m)) for op in ("add", "sub", "mul", "div", "fma", "sqrt", "rcp")
-      for m in ("rz", "rd", "ru")),
+    *(_F(f"{op}_{m}", rounding=(op, m), signatures=_rounding_signatures(op, m))
+      for op in ("add", "sub", "mul", "div", "fma", "sqrt", "rcp") for m in ("rz", "rd", "ru")),
     # conversions: fp64 -> fp32 / integers, integers -> fp64 in each mode; integers -> fp32 in the
     # directed modes (the _rn ones are the native i2f, u2f)
-    *(_F(f"{kind}_{m}", rounding=(kind, m)) for m in ("rn", "rz", "rd", "ru")
-      for kind in ("d2f", "d2i", "d2u", "i2d", "u2d")),
-    *(_F(f"{kind}_{m}", rounding=(kind, m)) for m in ("rz", "rd", "ru") for kind in ("i2f", "u2f")),
-    *(_F(kind, rounding=(kind, "")) for kind in ("d2hi", "d2lo", "hilo2d", "d_as_ll", "ll_as_d")),
+    *(_F(f"{kind}_{m}", rounding=(kind, m), signatures=_rounding_signatures(kind, m))
+      for m in ("rn", "rz", "rd", "ru") for kind in ("d2f", "d2i", "d2u", "i2d", "u2d")),
+    *(_F(f"{kind}_{m}", rounding=(kind, m), signatures=_rounding_signatures(kind, m))
+      for m in ("rz", "rd", "ru") for kind in ("i2f", "u2f")),
+    *(_F(kind, rounding=(kind, ""), signatures=_rounding_signatures(kind, ""))
+      for kind in ("d2hi", "d2lo", "hilo2d", "d_as_ll", "ll_as_d")),
 )
 
 BY_SYMBOL: dict[str, MathFn] = {fn.symbol: fn for fn in FUNCTIONS}
 BY_MATH_OP: dict[str, MathFn] = {fn.math: fn for fn in FUNCTIONS if fn.math}
-BY_LIBDEVICE_NAME: dict[str, MathFn] = {n: fn for fn in FUNCTIONS for n in fn.libdevice_names}
+
+
+def _libdevice() -> dict[str, dict[tuple[str, ...], tuple[str, str]]]:
+    """libdevice name -> {argument dtypes: (symbol, result dtype)}, in the order of the rows."""
+    out: dict[str, dict[tuple[str, ...], tuple[str, str]]] = {}
+    for fn in FUNCTIONS:
+        for name, args, result in fn.libdevice_signatures:
+            table = out.setdefault(name, {})
+            if args in table:
+                raise ValueError(f"math_functions: libdevice.{name}({', '.join(args)}) is in two rows: "
+                                 f"{BY_SYMBOL[table[args][0]].name} and {fn.name}")
+            table[args] = (fn.symbol, result)
+    return out
+
+
+# Every libdevice function: language/libdevice.py makes one of each name.
+LIBDEVICE = _libdevice()
 
 
 def _check() -> None:
-    """One row per name, math op and libdevice name; each row lowers one way."""
+    """One row per name and math op; each row lowers one way; a libdevice name has one arity."""
     for index, keys in ((BY_SYMBOL, [fn.symbol for fn in FUNCTIONS]),
-                        (BY_MATH_OP, [fn.math for fn in FUNCTIONS if fn.math]),
-                        (BY_LIBDEVICE_NAME, [n for fn in FUNCTIONS for n in fn.libdevice_names])):
+                        (BY_MATH_OP, [fn.math for fn in FUNCTIONS if fn.math])):
         if len(index) != len(keys):
             twice = sorted({k for k in keys if keys.count(k) > 1})
             raise ValueError(f"math_functions: a name appears in two rows: {twice}")
@@ -243,8 +332,11 @@ def _check() -> None:
             raise ValueError(f"math_functions: {fn.name} needs exactly one of f32, wide, rounding")
         if fn.math and fn.f32 is None:
             raise ValueError(f"math_functions: {fn.name} lowers {fn.math} but has no f32 expression")
-        if fn.libdevice and not 1 <= fn.arity <= 4:
-            raise ValueError(f"math_functions: {fn.name}: libdevice functions of 1 to 4 arguments")
+    for name, table in LIBDEVICE.items():
+        if len({len(args) for args in table}) != 1 or not 1 <= len(next(iter(table))) <= 4:
+            raise ValueError(f"math_functions: libdevice.{name}: one arity, of 1 to 4 arguments")
+        if len({result == "int1" for _, result in table.values()}) != 1:
+            raise ValueError(f"math_functions: libdevice.{name}: int1 results for every signature or none")
 
 
 _check()

@@ -127,7 +127,7 @@ def descriptor_leaves(name: str, ty: str) -> list[tuple[str, str]]:
 THREADS_MARKER = "// triton-mps: threads_per_threadgroup="
 EFFECT_THREADS = "// tmps-sim: effect_threads="
 COHERENT = "TMPS_COHERENT"
-# The device-scope fence macro (ops/memory.py defines it; empty below MSL 3.2).
+# The device-scope fence macro (mslib/macros.py defines it, ops/memory.py calls it; empty below MSL 3.2).
 DEVICE_FENCE = "TMPS_DEVICE_FENCE()"
 FLOPS = "TMPS_FLOPS("
 ORIGIN = "// @ "
@@ -153,11 +153,13 @@ ANNOTATIONS: tuple[Annotation, ...] = (
                "threads at index >= N only duplicate lower ones: the simulator may skip them"),
     Annotation("coherent", COHERENT, "`#define TMPS_COHERENT coherent(device)` (MSL 3.2+, else empty); "
                "every pointer type `TMPS_COHERENT device T*`",
-               ("python/triton_mps/compiler/coherence.py",), ("csrc/msl_scanner.cpp",),
+               ("python/triton_mps/compiler/coherence.py", "python/triton_mps/compiler/mslib/macros.py"),
+               ("csrc/msl_scanner.cpp",),
                "the kernel orders memory between threadgroups: coherent pointers (the scanner takes the "
                "macro for a qualifier)"),
     Annotation("device_fence", DEVICE_FENCE, "`TMPS_DEVICE_FENCE();` statements and the macro's #define",
-               ("python/triton_mps/compiler/ops/memory.py",), ("python/triton_mps/backend/device.py",),
+               ("python/triton_mps/compiler/ops/memory.py", "python/triton_mps/compiler/mslib/macros.py"),
+               ("python/triton_mps/backend/device.py",),
                "device-scope fences: compiled with MSL 3.2 where the OS has it (uses_device_fence, msl_version_for)"),
     Annotation("flops", FLOPS, "`TMPS_FLOPS(n);` after float ops; the prelude defines it empty",
                ("python/triton_mps/compiler/lowering.py", "python/triton_mps/compiler/driver.py"),

@@ -23,12 +23,13 @@ from .abi import (
     lock_metadata,
     uses_device_fence,
 )
-from .coherence import COHERENT_HELPER, COHERENT_KEY, COHERENT_POINTERS, device_ptr
+from .coherence import device_ptr
 from .effects import effect_threads, module_uses_debug, module_uses_device_fence, module_uses_locks, written_args
 from .errors import CompilationError
 from .ir import Function, Module, read_module
 from .lowering import KernelState, LoweringContext, function_body
-from .mslib import fp64
+from .mslib import fp64, macros
+from .mslib.registry import use_in
 from .names import legal_kernel_name
 from .types import BY_TRITON, PointerType, ScalarType, msl_bytes
 
@@ -229,18 +230,14 @@ def lower(plan: Plan) -> Lowered:
     state = KernelState(plan.kernel_name, plan.num_warps, plan.module)
     state.fp_fusion = plan.options.fp_fusion
     state.scratch_budget = plan.options.scratch_limit
+    state.coherent = plan.coherent  # every pointer type spelled coherent (coherence.py)
     if plan.coherent:
-        state.helpers[COHERENT_KEY] = COHERENT_HELPER  # first: every pointer type uses it
+        use_in(state.helpers, macros.COHERENT)  # first: every pointer type uses it
 
     def on_return(ctx: LoweringContext, op):
         ctx.e.line("return;")
 
-    # PointerType.msl() reads it where no context reaches (types.py; coherence.py).
-    coherent = COHERENT_POINTERS.set(plan.coherent)
-    try:
-        prologue, body = function_body(state, plan.func, [[x] for x in plan.bindings.exprs], on_return=on_return)
-    finally:
-        COHERENT_POINTERS.reset(coherent)
+    prologue, body = function_body(state, plan.func, [[x] for x in plan.bindings.exprs], on_return=on_return)
     if any(k.startswith("tmps_f64") for k in state.helpers):
         fp64.notice(plan.kernel_name)
     return Lowered(state, prologue, body)

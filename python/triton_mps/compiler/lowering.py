@@ -153,6 +153,8 @@ class KernelState:
         # The kernel config's threadgroup-memory budget (MPSDriver.set_kernel_config(
         # shared_memory=...)); None: Metal's whole 32 KiB (scratch_limit).
         self.scratch_budget: int | None = None
+        # The plan's device coherence: every pointer type `TMPS_COHERENT device T*` (coherence.py).
+        self.coherent = False
         # Results of arith.mulf folded into the fma of their only user: id -> (a, b).
         self.fused_muls: dict[int, tuple] = {}
 
@@ -220,7 +222,8 @@ class LoweringContext:
     def msl_type(self, v_or_type) -> str:
         ty = v_or_type.type if isinstance(v_or_type, Value) else v_or_type
         try:
-            return elem_of(ty).msl()
+            t = elem_of(ty)
+            return t.msl(coherent=self.state.coherent) if isinstance(t, PointerType) else t.msl()
         except (TypeError, KeyError) as exc:
             self.error(self.current_op, str(exc) or f"type {ty} is not supported")
 
@@ -358,7 +361,7 @@ class LoweringContext:
     def literal(self, value, ty) -> str:
         ty = elem_of(ty)
         if isinstance(ty, PointerType):
-            return f"(({ty.msl()})0)"
+            return f"(({ty.msl(coherent=self.state.coherent)})0)"
         name = ty.name
         if name == "i1":
             return "true" if value else "false"

@@ -137,8 +137,11 @@ class PointerType:
     def bits(self) -> int:
         return 64
 
-    def msl(self) -> str:
-        return device_ptr(self.pointee.msl())
+    def msl(self, *, coherent: bool) -> str:
+        """`device T*`; `coherent`: the kernel's KernelState.coherent (coherence.py). No default:
+        a pointer spelled without the kernel's coherence would drop the qualifier."""
+        p = self.pointee
+        return device_ptr(p.msl(coherent=coherent) if isinstance(p, PointerType) else p.msl(), coherent)
 
     def __str__(self) -> str:
         return f"!tt.ptr<{self.pointee}>"

@@ -537,7 +537,7 @@ def bitcast(ctx, op):
     (a,) = op.operands
     src, dst = _ety(a), _ety(op.results[0])
     if isinstance(dst, PointerType) or isinstance(src, PointerType):
-        define_map(ctx, op, lambda r: f"({dst.msl()})({ctx.expr(a, r)})", hint="cast")
+        define_map(ctx, op, lambda r: f"({ctx.msl_type(dst)})({ctx.expr(a, r)})", hint="cast")
     elif src.name == "i1" or dst.name == "i1":
         define_map(ctx, op, lambda r: ctx.expr(a, r), hint="cast")
     else:

@@ -9,7 +9,8 @@ from ..axis_info import AxisAnalysis, vector_runs
 from ..coherence import device_ptr
 from ..ir import Op
 from ..lowering import LoweringContext, lowers
-from ..mslib import fp64
+from ..mslib import fp64, macros
+from ..mslib.registry import LIB, use
 from ..provenance import carried_values, parameter_of
 from ..types import PointerType, ScalarType, TensorType, elem_of
 
@@ -149,7 +150,7 @@ def load(ctx: LoweringContext, op: Op):
             tmp = e.fresh("vld")
             # One vector access for the run; when some lane of the run is masked off, per-register
             # scalar accesses (a vector access could touch memory the mask protects).
-            vec = [f"{vt} {tmp} = *({device_ptr('const ' + vt)})({ctx.expr(ptr, r0)});"]
+            vec = [f"{vt} {tmp} = *({device_ptr('const ' + vt, ctx.state.coherent)})({ctx.expr(ptr, r0)});"]
             vec += [f"{names[r0 + i]} = {tmp}.{'xyzw'[i]};" for i in range(k)]
             if mask is None:
                 with e.block(""):
@@ -189,7 +190,7 @@ def store(ctx: LoweringContext, op: Op):
                 k = runs[r]
                 vt = f"{_pointee(ctx, ptr).msl()}{k}"
                 vals = ", ".join(ctx.expr(val, r + i) for i in range(k))
-                st = f"*({device_ptr(vt)})({ctx.expr(ptr, r)}) = {vt}({vals});"
+                st = f"*({device_ptr(vt, ctx.state.coherent)})({ctx.expr(ptr, r)}) = {vt}({vals});"
                 if mask is None:
                     e.line(st)
                     continue
@@ -244,13 +245,14 @@ def _lock_helper(ctx: LoweringContext, name: str, t: str, body: str, extra_param
     value) from `o` (the old value) and returns whether to write it."""
     ctx.state.uses_locks = True
     fn = f"tmps_atomic64_{name}_{t}"
-    ctx.e.helper(DEVICE_FENCE_KEY, DEVICE_FENCE_HELPER)  # MSL 3.2 only: guarded (issue 18)
+    use(ctx, macros.DEVICE_FENCE)  # MSL 3.2 only: guarded (issue 18)
     ctx.e.helper("tmps_lock_slot", f"""inline uint tmps_lock_slot(ulong addr) {{
   // Fibonacci hash of the 8-byte word address -> one of {LOCK_WORDS} locks
   return (uint)(((addr >> 3) * 0x9E3779B97F4A7C15ul) >> {64 - (LOCK_WORDS.bit_length() - 1)});
 }}
 """)
-    ctx.e.helper(fn, f"""inline {t} {fn}(device atomic_uint* locks, {device_ptr(t)} p{extra_param}, {t} v) {{
+    p_t = device_ptr(t, ctx.state.coherent)
+    ctx.e.helper(fn, f"""inline {t} {fn}(device atomic_uint* locks, {p_t} p{extra_param}, {t} v) {{
   device atomic_uint* lock = locks + tmps_lock_slot((ulong)p);
   device atomic_uint* w = (device atomic_uint*)p;  // little-endian halves
   {t} o = 0;
@@ -335,7 +337,7 @@ def _float_combine_bits(ctx, kind: str, t: str, bits: int) -> str:
 def _cas_helper_32(ctx, name: str, t: str, combine: str) -> str:
     """CAS loop on a 32-bit slot holding T: new bits = combine(o, ob, v, vb)."""
     fn = f"tmps_atomic_{name}_{t}"
-    ctx.e.helper(fn, f"""inline {t} {fn}({device_ptr(t)} p, {t} v) {{
+    ctx.e.helper(fn, f"""inline {t} {fn}({device_ptr(t, ctx.state.coherent)} p, {t} v) {{
   device atomic_uint* a = (device atomic_uint*)p;
   uint vb = as_type<uint>(v);
   uint ob = atomic_load_explicit(a, memory_order_relaxed);
@@ -355,7 +357,7 @@ def _cas_helper_16(ctx, name: str, t: str, combine: str) -> str:
     """CAS loop on the aligned 32-bit word containing a 16-bit T: replace our half, keep the
     other (a neighbour may update it concurrently: then the CAS fails and we retry)."""
     fn = f"tmps_atomic_{name}_{t}"
-    ctx.e.helper(fn, f"""inline {t} {fn}({device_ptr(t)} p, {t} v) {{
+    ctx.e.helper(fn, f"""inline {t} {fn}({device_ptr(t, ctx.state.coherent)} p, {t} v) {{
   uint shift = ((ulong)p & 2ul) ? 16u : 0u;
   device atomic_uint* a = (device atomic_uint*)(p - (((ulong)p >> 1) & 1ul));
   ushort vb = as_type<ushort>(v);
@@ -415,7 +417,7 @@ def _cas_call(ctx: LoweringContext, op: Op, ety: ScalarType, ptr: str, cmp: str,
     t = ety.msl()
     fn = f"tmps_atomic_cas_{t}"
     if ety.bits == 32:
-        ctx.e.helper(fn, f"""inline {t} {fn}({device_ptr(t)} p, {t} cmp, {t} v) {{
+        ctx.e.helper(fn, f"""inline {t} {fn}({device_ptr(t, ctx.state.coherent)} p, {t} cmp, {t} v) {{
   // Strong compare-and-swap from Metal's weak one (bitwise comparison).
   device atomic_uint* a = (device atomic_uint*)p;
   uint expected = as_type<uint>(cmp);
@@ -429,7 +431,7 @@ def _cas_call(ctx: LoweringContext, op: Op, ety: ScalarType, ptr: str, cmp: str,
 """)
         return f"{fn}({ptr}, {cmp}, {val})"
     if ety.bits == 16:
-        ctx.e.helper(fn, f"""inline {t} {fn}({device_ptr(t)} p, {t} cmp, {t} v) {{
+        ctx.e.helper(fn, f"""inline {t} {fn}({device_ptr(t, ctx.state.coherent)} p, {t} cmp, {t} v) {{
   // On the containing 32-bit word; a failed CAS because only the other half changed retries.
   uint shift = ((ulong)p & 2ul) ? 16u : 0u;
   device atomic_uint* a = (device atomic_uint*)(p - (((ulong)p >> 1) & 1ul));
@@ -450,17 +452,10 @@ def _cas_call(ctx: LoweringContext, op: Op, ety: ScalarType, ptr: str, cmp: str,
     ctx.error(op, f"atomic_cas on {ety}: only 16- and 32-bit types are supported")
 
 
-DEVICE_FENCE_KEY = "TMPS_DEVICE_FENCE"
 # Device-scope ordering for acquire/release atomics, 64-bit atomics and acquire atomic_poll
-# (issue 11). MSL 3.2 (macOS 15) has device-scope fences; the driver compiles with 3.2 where the
-# OS has it. Below 3.2 there is no device-scope fence and the call would not compile (issue 18):
-# every use goes through this guarded macro, and ordering between threadgroups is then not
-# guaranteed (docs/msl-versions.md).
-DEVICE_FENCE_HELPER = """#if __METAL_VERSION__ >= 320
-#define TMPS_DEVICE_FENCE() atomic_thread_fence(mem_flags::mem_device, memory_order_seq_cst, thread_scope_device)
-#else
-#define TMPS_DEVICE_FENCE() ((void)0)
-#endif"""
+# (issue 11) goes through the guarded macro TMPS_DEVICE_FENCE (mslib/macros.py: empty below MSL
+# 3.2, issue 18). tests/metal/test_metal_emu.py reads its text here.
+DEVICE_FENCE_HELPER = LIB[macros.DEVICE_FENCE].text
 
 
 def _atomic(ctx: LoweringContext, op: Op, make_call) -> None:
@@ -502,7 +497,7 @@ def _atomic(ctx: LoweringContext, op: Op, make_call) -> None:
     sem = op.attrs.get("sem", "acq_rel")
     release, acquire = sem in ("acq_rel", "release"), sem in ("acq_rel", "acquire")
     if release or acquire:
-        e.helper(DEVICE_FENCE_KEY, DEVICE_FENCE_HELPER)
+        use(ctx, macros.DEVICE_FENCE)
     if not is_tensor and release:
         e.line("TMPS_DEVICE_FENCE();")
         e.line("threadgroup_barrier(mem_flags::mem_device);")
@@ -588,7 +583,8 @@ def _poll_helper(ctx: LoweringContext, ety: ScalarType) -> str:
                 "    uint lo = atomic_load_explicit(w, memory_order_relaxed);\n"
                 "    if (atomic_load_explicit(w + 1, memory_order_relaxed) != hi) continue;\n"
                 "    ulong v = ((ulong)hi << 32) | lo;")
-    ctx.e.helper(fn, f"""inline bool {fn}({device_ptr(t)} p, {t} expected, bool timed, ulong polls) {{
+    p_t = device_ptr(t, ctx.state.coherent)
+    ctx.e.helper(fn, f"""inline bool {fn}({p_t} p, {t} expected, bool timed, ulong polls) {{
   // spin until *p == expected; with a timeout, at most `polls` loads
   for (ulong n = 0ul;; ) {{
     {load}
@@ -620,5 +616,5 @@ def atomic_poll(ctx: LoweringContext, op: Op):
     ctx.define(res, lambda r: f"{fn}({ctx.expr(ptr, r)}, {ctx.expr(expected, r)}, {timed}, {budget})",
                hint=ctx.hint(res, "polled"))
     if acquire:
-        e.helper(DEVICE_FENCE_KEY, DEVICE_FENCE_HELPER)  # MSL 3.2 only: guarded (issue 18)
+        use(ctx, macros.DEVICE_FENCE)  # MSL 3.2 only: guarded (issue 18)
         e.line("TMPS_DEVICE_FENCE();")
