@@ -24,6 +24,7 @@
 #include "py_context.h"
 #include "scalar_types.h"
 #include "sim/scheduler.h"
+#include "sim/simd_collapse.h"
 #include "sim/sim_compiler.h"
 
 namespace nb = nanobind;
@@ -402,6 +403,12 @@ void bind_simulator(nb::module_& m) {
   // Simulator traffic / FLOP counters (scheduler.h): per dispatch, off by default.
   m.def("sim_set_counters", &sim::set_counting, "on"_a);
   m.def("sim_counters_enabled", &sim::counting);
+  // Kernels built by the simulator in this process, by SIMD-group collapse outcome (sim/simd_collapse.h).
+  m.def("sim_collapse_counts", [] {
+    nb::dict d;
+    for (const auto& [outcome, n] : tmps::collapse_counts()) d[nb::str(outcome.c_str())] = n;
+    return d;
+  });
   m.def("sim_last_dispatch_counters", []() -> nb::object {
     const sim::DispatchCounters c = sim::last_dispatch_counters();
     if (!c.valid) return nb::none();

@@ -67,6 +67,8 @@ struct Lane {
   // What the lane deposits: its own memory, read when the exchange completes (the lane stays
   // blocked in simd_exchange until then, so the memory is live and unchanged).
   const void* deposit = nullptr;
+  // A collapsed SIMD-group's fiber: the kernel's variable holding the lane it runs (simd_entry).
+  const volatile tmps_u32* lane_at = nullptr;
 };
 
 // What the race check knows of one byte of threadgroup memory: who touched it since the last
@@ -100,6 +102,8 @@ struct DispatchState {
   unsigned interrupts_at_start = 0;    // interrupt_count() when the dispatch began
   double timeout_s = 0;
   bool counting = false;                // counters on for this dispatch
+  bool sg_mode = false;                 // collapsed SIMD-groups (Worker::sg_mode)
+  uint64_t sg_stack_block = 0;          // their fiber stacks: aligned blocks of this size
   std::vector<ByteSet> read_bytes, written_bytes;  // counting: per bound buffer (AccessMap order)
 
   std::mutex err_mu;
@@ -150,6 +154,11 @@ struct Worker {
   bool chain = false;  // fiber mode without interleaving: a blocking lane resumes the next (block)
   uint32_t current = 0;
   const tmps_sim_thread* cur_thread = nullptr;
+  // Collapsed SIMD-groups (tmps_sim_kernel::simd_entry): one fiber per SIMD-group on its own
+  // larger stack (a lane value there is an array of 32); `current` is the SIMD-group and the
+  // kernel points its Lane's `lane_at` at its variable holding the lane it runs.
+  bool sg_mode = false;
+  std::vector<std::unique_ptr<FiberStack>> sg_stacks;
   tmps_sim_thread single{};  // the running thread when not using fibers
   void* sched_sp = nullptr;
   uintptr_t stack_top = 0;  // loop mode: kernel frames lie below this address of worker_main
@@ -170,6 +179,22 @@ struct Worker {
   std::vector<uint32_t> runnable;
   DispatchCounters counters;  // this worker's share of the dispatch (counting on)
 };
+
+// The running GPU thread's index in its threadgroup (collapsed SIMD-groups: from the lane cursor).
+inline uint32_t running_index(const Worker& w) {
+  if (!w.sg_mode) return w.current;
+  const volatile tmps_u32* at = w.lanes[w.current].lane_at;
+  return w.current * 32u + (at ? (*at & 31u) : 0u);
+}
+// The running GPU thread's positions, or null between threads.
+inline const tmps_sim_thread* running_thread(const Worker& w) {
+  if (w.sg_mode && w.cur_thread) return &w.threads[running_index(w)];
+  return w.cur_thread;
+}
+// The fiber stacks in use.
+inline const std::vector<std::unique_ptr<FiberStack>>& fiber_stacks(const Worker& w) {
+  return w.sg_mode ? w.sg_stacks : w.stacks;
+}
 
 // The worker running on this host thread (runtime_services.cpp; set by the scheduler).
 extern thread_local Worker* tls_worker;

@@ -33,17 +33,25 @@ size_t page_size() {
 size_t round_up(size_t n, size_t a) { return (n + a - 1) / a * a; }
 }  // namespace
 
-FiberStack::FiberStack(size_t usable_bytes) {
+FiberStack::FiberStack(size_t usable_bytes, size_t block) {
   guard_ = page_size();
-  usable_ = round_up(usable_bytes < 16384 ? 16384 : usable_bytes, guard_);
+  usable_ = block ? block - guard_ : round_up(usable_bytes < 16384 ? 16384 : usable_bytes, guard_);
   int flags = MAP_PRIVATE | MAP_ANONYMOUS;
 #ifdef MAP_NORESERVE
   flags |= MAP_NORESERVE;  // most of a fiber stack is never touched
 #endif
-  void* p = mmap(nullptr, guard_ + usable_, PROT_READ | PROT_WRITE, flags, -1, 0);
+  const size_t total = guard_ + usable_;
+  const size_t span = block ? 2 * block : total;  // room to trim to a `block`-aligned start
+  void* p = mmap(nullptr, span, PROT_READ | PROT_WRITE, flags, -1, 0);
   if (p == MAP_FAILED) throw OutOfMemory("simulator: cannot map a fiber stack of " + std::to_string(usable_) + " bytes");
+  if (block) {
+    const auto at = reinterpret_cast<uintptr_t>(p), start = (at + block - 1) / block * block;
+    if (start > at) munmap(p, start - at);
+    if (start + total < at + span) munmap(reinterpret_cast<void*>(start + total), at + span - start - total);
+    p = reinterpret_cast<void*>(start);
+  }
   if (mprotect(p, guard_, PROT_NONE) != 0) {
-    munmap(p, guard_ + usable_);
+    munmap(p, total);
     throw OutOfMemory("simulator: cannot protect a fiber stack guard page");
   }
   base_ = p;

@@ -20,7 +20,10 @@ namespace tmps::sim {
 // of silently corrupting the neighbouring stack. Allocated once per worker and reused.
 class FiberStack {
  public:
-  explicit FiberStack(size_t usable_bytes);
+  // block != 0 (a power of two): the mapping, guard page included, is exactly `block` bytes
+  // aligned to `block` (usable_bytes is then ignored), so memcheck's fast path can tell the
+  // running fiber's stack from the address of its own frame (tmps_sim_memcheck::stack_mask).
+  explicit FiberStack(size_t usable_bytes, size_t block = 0);
   ~FiberStack();
   FiberStack(const FiberStack&) = delete;
   FiberStack& operator=(const FiberStack&) = delete;

@@ -11,7 +11,12 @@ namespace tmps {
 
 struct TranslatedSource {
   std::string cpp;                  // C++ for the simulator compiler
+  std::string cpp_plain;            // the same without the collapsed SIMD-group functions (the
+                                    // strict check's input, and the fallback if `cpp` fails to compile)
   std::vector<KernelDecl> kernels;
+  // Per kernel, the SIMD-group collapse (sim/simd_collapse.h): "collapsed", "not needed" (no
+  // barrier or SIMD-group function: the threads run as a loop already) or why it was refused.
+  std::vector<std::string> collapse;
 };
 
 // Rewrite MSL for the simulator:

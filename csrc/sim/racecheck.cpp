@@ -67,7 +67,7 @@ TgShadow& shadow_of(Worker* w, uint64_t off) {
 }  // namespace
 
 void check_threadgroup(Worker* w, uint64_t off, uint64_t size, bool write, const void* pc) {
-  const auto me = static_cast<uint16_t>(w->current / kSimd + 1);
+  const auto me = static_cast<uint16_t>(running_index(*w) / kSimd + 1);
   const std::string who = thread_desc(*w) + " (SIMD-group " + std::to_string(me - 1) + ")";
   for (uint64_t i = off; i < off + size; ++i) {
     TgShadow& s = shadow_of(w, i);

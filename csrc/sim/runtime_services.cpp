@@ -46,6 +46,12 @@ const tmps_sim_exchange* rt_simd_exchange(const void* value, tmps_u32 size, tmps
   Worker* w = require_worker("simd_exchange");
   if (cancelled(*w->d)) stop_kernel(w);
   if (!w->fiber_mode) fail_without_fibers(w, "a SIMD-group function", line);
+  if (w->sg_mode) {  // a collapsed kernel exchanges within its own call (tmps_metal_simd.h)
+    set_abort(w, ErrorKind::Dispatch,
+              "simulator: internal error: kernel '" + kname(w->d->kernel) + "' called the fiber exchange at line " +
+                  std::to_string(line) + " from its collapsed SIMD-group entry (set TRITON_MPS_SIM_COLLAPSE=0 and report it)");
+    abort_kernel(w);
+  }
   if (size > TMPS_SIM_EXCHANGE_SLOT) {
     set_abort(w, ErrorKind::Dispatch,
               "kernel '" + kname(w->d->kernel) + "': SIMD-group exchange of " + std::to_string(size) +
@@ -96,7 +102,7 @@ void rt_fail(tmps_u32 line, const char* message) {
   abort_kernel(w);
 }
 
-const tmps_sim_thread* rt_current_thread() { return require_worker("current_thread")->cur_thread; }
+const tmps_sim_thread* rt_current_thread() { return running_thread(*require_worker("current_thread")); }
 
 // True if [a, a + size) lies inside [lo, hi).
 inline bool within(uintptr_t a, uint64_t size, uintptr_t lo, uintptr_t hi) { return a >= lo && a < hi && size <= hi - a; }
@@ -115,7 +121,7 @@ Region locate(Worker* w, uintptr_t a, uint64_t size) {
   if (m.in_buffer(a, size)) return Region::Buffer;
   // The calling thread's own stack: from this frame up to the top of its stack.
   const auto here = reinterpret_cast<uintptr_t>(__builtin_frame_address(0));
-  const uintptr_t top = w->fiber_mode ? reinterpret_cast<uintptr_t>(w->stacks[w->current]->top()) : w->stack_top;
+  const uintptr_t top = w->fiber_mode ? reinterpret_cast<uintptr_t>(fiber_stacks(*w)[w->current]->top()) : w->stack_top;
   if (within(a, size, here, top)) return Region::Private;
   const auto arena = reinterpret_cast<uintptr_t>(w->arena.get());
   if (within(a, size, arena, arena + w->tg_used)) return Region::Threadgroup;

@@ -71,9 +71,9 @@ std::string cancel_message(const DispatchState& d, ErrorKind& kind) {
 // ---- aborting from kernel code -------------------------------------------------------------
 
 std::string thread_desc(const Worker& w) {
-  if (!w.cur_thread) return "";
-  return "thread " + xyz(w.cur_thread->thread_position_in_grid) + " in threadgroup " +
-         xyz(w.cur_thread->threadgroup_position_in_grid);
+  const tmps_sim_thread* t = running_thread(w);
+  if (!t) return "";
+  return "thread " + xyz(t->thread_position_in_grid) + " in threadgroup " + xyz(t->threadgroup_position_in_grid);
 }
 
 // Message set by the caller; never returns. No locals with destructors may be live here.
@@ -161,6 +161,18 @@ void fiber_main(void* arg) {
   w->lanes[lane].state = LaneState::Done;
   switch_to_next(w, lane);
   __builtin_trap();  // a finished fiber is never resumed
+}
+
+// Entry of a collapsed SIMD-group's fiber (full SIMD-groups only: Scheduler::run).
+void simd_fiber_main(void* arg) {
+  Worker* w = static_cast<Worker*>(arg);
+  const uint32_t sg = w->current, base = sg * kSimd;
+  const tmps_u32 active = 0xffffffffu;
+  w->lanes[sg].lane_at = nullptr;
+  w->d->kernel->simd_entry(&w->args, &w->threads[base], active, &w->lanes[sg].lane_at);
+  w->lanes[sg].state = LaneState::Done;
+  switch_to_next(w, sg);
+  __builtin_trap();
 }
 
 void fill_thread(const DispatchState& d, const Worker& w, uint32_t idx, uint32_t lx, uint32_t ly, uint32_t lz,
@@ -339,7 +351,9 @@ std::string describe_lanes(const Worker& w, uint32_t n) {
 
 void run_group_fibers(Worker& w) {
   DispatchState& d = *w.d;
-  const uint32_t n = d.nthreads;
+  // Fibers: one per thread, or one per SIMD-group when collapsed (then nothing but threadgroup
+  // barriers blocks them, and a SIMD-group's functions complete inside its own call).
+  const uint32_t n = w.sg_mode ? (d.nthreads + kSimd - 1) / kSimd : d.nthreads;
   const auto& tpg = d.spec->threads_per_group;
   {
     uint32_t idx = 0;
@@ -349,7 +363,8 @@ void run_group_fibers(Worker& w) {
   }
   for (uint32_t i = 0; i < n; ++i) {
     w.lanes[i].state = LaneState::Runnable;
-    w.lanes[i].sp = fiber_prepare(*w.stacks[i], fiber_main, &w, (i % 61) * 64);
+    w.lanes[i].sp = w.sg_mode ? fiber_prepare(*w.sg_stacks[i], simd_fiber_main, &w, (i % 61) * 64)
+                              : fiber_prepare(*w.stacks[i], fiber_main, &w, (i % 61) * 64);
   }
   const bool interleave = (d.checks & TMPS_CHECK_INTERLEAVE) != 0;
   auto resume = [&w](uint32_t i) {
@@ -425,6 +440,15 @@ void run_group_fibers(Worker& w) {
   }
 }
 
+// $TRITON_MPS_SIM_COLLAPSE=0: run every kernel on one fiber per thread (the collapsed entries
+// unused), to compare or to rule the collapse out.
+bool collapse_enabled() {
+  const char* v = std::getenv("TRITON_MPS_SIM_COLLAPSE");
+  if (!v || !*v || std::strcmp(v, "1") == 0) return true;
+  if (std::strcmp(v, "0") == 0) return false;
+  throw InvalidArgument(std::string("TRITON_MPS_SIM_COLLAPSE must be 0 or 1, got '") + v + "'");
+}
+
 // Threadgroup memory of a worker, allocated once (before the dispatch publishes its ranges).
 void ensure_arena(Worker& w) {
   if (w.arena) return;
@@ -439,6 +463,7 @@ void prepare_worker(Worker& w, DispatchState& d) {
   w.counters = DispatchCounters{};
   w.fiber_mode = d.kernel->needs_fibers != 0 || (d.checks & TMPS_CHECK_INTERLEAVE) != 0;
   w.chain = w.fiber_mode && (d.checks & TMPS_CHECK_INTERLEAVE) == 0;
+  w.sg_mode = d.sg_mode;
   if ((d.checks & TMPS_CHECK_RACE) && w.shadow.empty()) w.shadow.resize(kMaxThreadgroupMemory);
   w.aborting = false;
   w.trap.sig = 0;
@@ -452,6 +477,8 @@ void prepare_worker(Worker& w, DispatchState& d) {
     if (w.threads.size() < n) w.threads.resize(n);
     const size_t groups = (n + kSimd - 1) / kSimd;
     if (w.snapshots.size() < groups) w.snapshots.resize(groups);
+    if (w.sg_mode)  // a lane value is 32 values here: 32 times a thread's stack
+      while (w.sg_stacks.size() < groups) w.sg_stacks.push_back(std::make_unique<FiberStack>(0, d.sg_stack_block));
   }
 }
 
@@ -463,7 +490,7 @@ void run_groups(Worker& w, DispatchState& d) {
     if (w.trap.sig != 0)
       d.report(w.group, ErrorKind::Dispatch,
                fault_message(w.trap, "kernel '" + kname(d.kernel) + "' (" + thread_desc(w) + ")",
-                             w.fiber_mode ? &w.stacks : nullptr, w.stack_bytes));
+                             w.fiber_mode ? &fiber_stacks(w) : nullptr, w.sg_mode ? d.sg_stack_block : w.stack_bytes));
     else
       d.report(w.group, w.abort_kind, w.abort_message);
     return;
@@ -791,6 +818,17 @@ DispatchCounters Scheduler::run(const LaunchSpec& spec) {
   d.total_groups = group_end;
   d.nthreads = static_cast<uint32_t>(nthreads);
   d.counting = counting();
+  // Collapsed SIMD-groups (tmps_sim_kernel::simd_entry) unless interleaving (a random order of
+  // single threads), counting (the counters count exchanges) or TRITON_MPS_SIM_COLLAPSE=0. Their
+  // stacks hold 32 lanes' values: 32 times a thread's, in aligned blocks (memcheck's fast path).
+  // Full SIMD-groups only (the collapsed code has no mask of absent lanes).
+  d.sg_mode = k->needs_fibers && k->simd_entry && nthreads % kSimd == 0 && !(checks & TMPS_CHECK_INTERLEAVE) &&
+              !d.counting && collapse_enabled();
+  if (d.sg_mode) {
+    d.sg_stack_block = 1u << 20;
+    while (d.sg_stack_block < uint64_t(stack_bytes_) * kSimd) d.sg_stack_block *= 2;
+    d.mc.stack_mask = d.sg_stack_block - 1;
+  }
   // Threads the compiler declared free of side effects (tmps_sim_kernel::effect_threads) only
   // duplicate lower threads' work: skipped when they cannot communicate with the others (no
   // barriers or SIMD-group functions: loop mode). Every check and the counters see all threads.

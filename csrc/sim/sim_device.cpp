@@ -18,6 +18,7 @@
 
 #include "msl_scanner.h"
 #include "msl_to_cpp.h"
+#include "simd_collapse.h"
 #include "pipeline_cache.h"
 #include "sha256.h"
 #include "memcheck.h"
@@ -629,7 +630,9 @@ std::shared_ptr<Pipeline> SimDevice::build_pipeline(const std::string& source, c
   {
     bool found = false;
     std::string names;
-    for (const auto& k : tr.kernels) {
+    for (size_t i = 0; i < tr.kernels.size(); ++i) {
+      const auto& k = tr.kernels[i];
+      if (k.name == entry && !found) count_collapse(tr.collapse[i]);
       found = found || k.name == entry;
       names += (names.empty() ? "" : ", ") + k.name;
     }
@@ -641,12 +644,13 @@ std::shared_ptr<Pipeline> SimDevice::build_pipeline(const std::string& source, c
   // target (no F16C) is built -O2 only: there, -O0 half arithmetic propagates other NaN payloads
   // than -O2 (measured: tests/sim/test_sim_target.py); every other target gives the same bits.
   const Tiering tier = sim_target().name == "x86_64" ? Tiering::Full : tiering();
-  const std::string key_full = library_key(tr.cpp, options, OptLevel::Full);
+  std::string cpp = tr.cpp;  // with the collapsed SIMD-group functions, unless they fail to compile
+  std::string key_full = library_key(cpp, options, OptLevel::Full);
   std::shared_ptr<KernelLibrary> lib = cached_library(key_full, entry, *counters_);
   std::function<std::shared_ptr<KernelLibrary>()> full_build;
   if (!lib) {
     const OptLevel level = tier == Tiering::Full ? OptLevel::Full : OptLevel::Quick;
-    const std::string key = level == OptLevel::Full ? key_full : library_key(tr.cpp, options, level);
+    std::string key = level == OptLevel::Full ? key_full : library_key(cpp, options, level);
     if (level == OptLevel::Quick) lib = cached_library(key, entry, *counters_);
     if (!lib) {
       // Only on a real build: options.key() (part of the key) holds strict_check, so a cached
@@ -665,7 +669,7 @@ std::shared_ptr<Pipeline> SimDevice::build_pipeline(const std::string& source, c
         } catch (const CompileError& e) {
           throw CompileError(std::string("Metal would reject this kernel:\n") + e.what());
         }
-        strict = std::async(std::launch::async, [cpp = tr.cpp, options, nice] {
+        strict = std::async(std::launch::async, [cpp = tr.cpp_plain, options, nice] {
           ChildNice nicer(nice);
           strict_check(cpp, options);
         });
@@ -675,14 +679,25 @@ std::shared_ptr<Pipeline> SimDevice::build_pipeline(const std::string& source, c
       }
       ChildNice nicer(nice);
       try {
-        lib = build_library(tr.cpp, key, options, level, *counters_, settle);
-      } catch (...) {
+        lib = build_library(cpp, key, options, level, *counters_, settle);
+      } catch (const CompileError&) {
         if (strict.valid()) strict.get();  // failed before settling: the strict verdict still comes first
+        if (cpp == tr.cpp_plain) throw;
+        // The collapse's C++ did not compile (a construct it misread): the kernel as it was,
+        // counted, so it shows (sim_collapse_counts). A real error comes from this build.
+        count_collapse("refused after the build: the collapsed C++ did not compile");
+        cpp = tr.cpp_plain;
+        key_full = library_key(cpp, options, OptLevel::Full);
+        key = level == OptLevel::Full ? key_full : library_key(cpp, options, level);
+        lib = cached_library(key, entry, *counters_);
+        if (!lib) lib = build_library(cpp, key, options, level, *counters_);
+      } catch (...) {
+        if (strict.valid()) strict.get();
         throw;
       }
     }
     if (level == OptLevel::Quick && tier == Tiering::Auto) {
-      full_build = [cpp = tr.cpp, key_full, options, entry, counters = counters_]() {
+      full_build = [cpp, key_full, options, entry, counters = counters_]() {
         std::shared_ptr<KernelLibrary> full = cached_library(key_full, entry, *counters);
         if (!full) full = build_library(cpp, key_full, options, OptLevel::Full, *counters);
         ++counters->promoted;
@@ -696,7 +711,7 @@ std::shared_ptr<Pipeline> SimDevice::build_pipeline(const std::string& source, c
   if (source.find("TMPS_FLOPS") != std::string::npos) {
     // The same C++ with TMPS_FLOPS live: another cache key, the same bits otherwise.
     // (#undef first: a precompiled shim, included before this text, defined it empty.)
-    counting_build = [cpp = "#undef TMPS_FLOPS\n#define TMPS_FLOPS(n) (tmps_sim_rt->count_flops((tmps_u32)(n)))\n" + tr.cpp,
+    counting_build = [cpp = "#undef TMPS_FLOPS\n#define TMPS_FLOPS(n) (tmps_sim_rt->count_flops((tmps_u32)(n)))\n" + tr.cpp_plain,
                       options, entry, counters = counters_]() {
       const std::string key = library_key(cpp, options, OptLevel::Full);
       std::shared_ptr<KernelLibrary> built = cached_library(key, entry, *counters);

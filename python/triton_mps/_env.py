@@ -65,6 +65,7 @@ VARIABLES: dict[str, tuple[Callable[[str], bool], str]] = {
     "TRITON_MPS_TIMEOUT": (_is_seconds, "a number of seconds >= 0 (0: no limit)"),
     "TRITON_MPS_SIM_COUNTERS": (_is_flag, FLAG_VALUES),
     "TRITON_MPS_RACECHECK": (lambda v: v in ("", "0", "1"), "0 or 1"),
+    "TRITON_MPS_SIM_COLLAPSE": (lambda v: v in ("", "0", "1"), "0 or 1"),
     "TRITON_MPS_SIM_INTERLEAVE": (lambda v: v.strip() == "" or v.strip().isdigit(), "a seed (an integer >= 0; 0: off)"),
     "TRITON_MPS_SIM_THREADS": (_is_threads, f"a number of worker threads from 1 to {MAX_SIM_THREADS}"),
     "TRITON_MPS_PREBUILD": (lambda v: v.strip() == "" or v.strip().isdigit(), "a number of build threads (0: off)"),

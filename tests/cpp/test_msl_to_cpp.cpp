@@ -81,3 +81,45 @@ TEST(MslToCpp, ThreadgroupInitializerIsAnError) {
     EXPECT_NE(std::string(e.what()).find("initializer"), std::string::npos) << e.what();
   }
 }
+
+// SIMD-group collapse (sim/simd_collapse.h): what it takes, what it refuses and why.
+std::string collapse_of(const std::string& body) {
+  const std::string src = "#include <metal_stdlib>\nusing namespace metal;\n"
+                          "kernel void k(device float* x [[buffer(0)]], constant uint& n [[buffer(1)]],\n"
+                          "              uint3 pid [[threadgroup_position_in_grid]], uint lane [[thread_index_in_simdgroup]]) {\n" +
+                          body + "\n}\n";
+  auto t = translate_for_simulator(src, "c.metal");
+  EXPECT_EQ(t.collapse.size(), 1u);
+  if (t.collapse[0] == "collapsed") {
+    EXPECT_NE(t.cpp.find("tmps_sim_simd_entry_k"), std::string::npos);
+    EXPECT_EQ(t.cpp_plain.find("tmps_sim_simd_entry_k"), std::string::npos);
+  } else {
+    EXPECT_EQ(t.cpp, t.cpp_plain);
+  }
+  return t.collapse[0];
+}
+
+TEST(SimdCollapse, UniformLoopsAroundSimdFunctionsCollapse) {
+  EXPECT_EQ(collapse_of("  float v = x[lane];\n"
+                        "  for (uint i = 0; i < n; ++i) { v = v + simd_shuffle_xor(v, (ushort)1); }\n"
+                        "  if (pid.x == 0) { float s = simd_sum(v); x[lane] = s; }\n"
+                        "  threadgroup_barrier(mem_flags::mem_threadgroup);\n"
+                        "  if (lane > 3) x[lane] = v;"),
+            "collapsed");
+}
+
+TEST(SimdCollapse, KernelsWithoutSynchronisationNeedNone) {
+  EXPECT_EQ(collapse_of("  x[lane] = 1.0f;"), "not needed");
+}
+
+TEST(SimdCollapse, RefusalsSayWhy) {
+  EXPECT_NE(collapse_of("  float v = x[lane];\n  if (lane < 3) v = simd_sum(v);\n  x[lane] = v;")
+                .find("control flow that differs between lanes"),
+            std::string::npos);
+  EXPECT_NE(collapse_of("  float v = x[lane];\n  for (uint i = 0; i < (uint)x[0]; ++i) v = simd_sum(v);\n  x[lane] = v;")
+                .find("control flow that differs between lanes"),
+            std::string::npos);  // a bound read from memory: not provably the same in every lane
+  EXPECT_NE(collapse_of("  float v = simd_sum(x[lane]);\n  x[lane] = v;").find("read through a pointer"), std::string::npos);
+  EXPECT_NE(collapse_of("  if (lane == 0) return;\n  x[lane] = simd_sum(1.0f);").find("return"), std::string::npos);
+  EXPECT_NE(collapse_of("  simdgroup_float8x8 m;\n  simdgroup_load(m, x, 8);").find("simdgroup_matrix"), std::string::npos);
+}

@@ -61,9 +61,13 @@ template<class T> TMPS_SHIM_TRUSTED inline T position(tmps_u32 v) { return (T)v;
 }  // namespace tmps_sim
 #pragma GCC visibility pop
 
+// What TMPS_SITE names outside a collapsed kernel's SIMD-group statements: no SIMD-group context
+// (the rewrite declares a local `tmps_sg` that hides this one; sim/simd_collapse.h).
+static ::tmps_sim::sg_ctx* const tmps_sg __attribute__((unused)) = 0;
+
 // Call-site ids for SIMD-group functions and source lines for barriers. A function-like
 // macro does not re-expand its own name, so both `simd_sum(x)` and `metal::simd_sum(x)` work.
-#define TMPS_SITE ::tmps_sim::site{__COUNTER__, __LINE__}
+#define TMPS_SITE ::tmps_sim::site{__COUNTER__, __LINE__, tmps_sg}
 #define threadgroup_barrier(...) threadgroup_barrier(TMPS_SITE, __VA_ARGS__)
 #define simdgroup_barrier(...) simdgroup_barrier(TMPS_SITE, __VA_ARGS__)
 #define simdgroup_multiply_accumulate(...) simdgroup_multiply_accumulate(TMPS_SITE, __VA_ARGS__)

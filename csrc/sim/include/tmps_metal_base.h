@@ -164,7 +164,10 @@ template<class T> struct identity { typedef T type; };
 template<class T> struct strip_space { typedef T type; };
 template<class T, int N> struct strip_space<__attribute__((address_space(N))) T> { typedef T type; };
 
-struct site { tmps_u32 id, line; };
+struct sg_ctx;  // tmps_metal_simd.h: a SIMD-group run as one (the simulator's collapsed kernels)
+// A call site of a SIMD-group function: `sg` is null except in a collapsed kernel, where the
+// frontend's rewrite (sim/simd_collapse.h) puts a local `tmps_sg` in scope of TMPS_SITE.
+struct site { tmps_u32 id, line; sg_ctx* sg; };
 
 }  // namespace tmps_sim
 

@@ -22,6 +22,10 @@ __attribute__((no_sanitize("address"), visibility("hidden"), always_inline)) inl
     __UINTPTR_TYPE__ a, __UINTPTR_TYPE__ n) {
   const tmps_sim_memcheck* m = tmps_sim_mc;
   if (!m || m->stop || *m->interrupts != m->interrupts_at_start) return false;
+  if (m->stack_mask) {  // the running fiber's live stack (tmps_sim_abi.h)
+    const __UINTPTR_TYPE__ f = (__UINTPTR_TYPE__)__builtin_frame_address(0);
+    if (a >= f && n && ((a + n - 1) | m->stack_mask) == (f | m->stack_mask)) return true;
+  }
   for (tmps_u32 i = 0; i < m->count; ++i)
     if (a >= m->lo[i] && a < m->hi[i] && n <= m->hi[i] - a) return true;
   return false;

@@ -65,10 +65,37 @@ namespace tmps_sim {
 
 
 
-// One exchange as seen by the calling lane: the snapshot plus the group (32 lanes for simd_*,
-// the caller's 4 lanes for quad_*).
+// The exchange of a collapsed kernel (sim/simd_collapse.h): the SIMD-group runs as one call,
+// and a statement with a SIMD-group function runs twice over the lanes. Phase 1: each lane
+// deposits its operand (and gets a result computed from its own value only, discarded).
+// Phase 2: each lane computes its result from every lane's deposit with the code below, so
+// results are those of the fiber path's exchange.
+struct sg_ctx {
+  unsigned phase = 1, lane = 0, active = 0;
+  alignas(16) unsigned char value[TMPS_SIM_SIMD_WIDTH][64];
+};
+
+// A collapsed kernel tells the runtime where it keeps the lane it runs (the runtime's memory:
+// not a kernel access; out of line once per SIMD-group call, see TMPS_SHIM_TRUSTED).
+TMPS_SHIM_TRUSTED inline void publish_lane(const volatile tmps_u32** at, const tmps_u32* lane) { *at = lane; }
+// The lanes' positions into the collapsed kernel's own array (the runtime's memory, not checked).
+template<class T> TMPS_SHIM_TRUSTED inline void copy_lanes(T (&dst)[32], const T* src) { __builtin_memcpy(dst, src, sizeof dst); }
+
+// simd_shuffle_xor of a collapsed kernel's whole SIMD-group (every lane present: the scheduler
+// collapses full SIMD-groups only): lane l gets lane l ^ (mask & 31)'s value, as grp<32>::shuffle_xor.
+// Inline (not trusted): it touches only the kernel's own lane array.
+template<class T> inline void sg_shuffle_xor(T (&x)[32], unsigned mask) {
+  T in[32];
+  for (unsigned l = 0; l < 32u; ++l) in[l] = x[l];
+  const unsigned m = mask & 31u;
+  for (unsigned l = 0; l < 32u; ++l) x[l] = in[l ^ m];
+}
+
+// One exchange as seen by the calling lane: every participant's deposit plus the group (32
+// lanes for simd_*, the caller's 4 lanes for quad_*).
 struct group_view {
-  const tmps_sim_exchange* x;
+  const unsigned char* values;  // lane i's deposit at values + i * stride
+  unsigned stride;
   unsigned lane;    // caller's lane in the SIMD-group
   unsigned base;    // first lane of the caller's group
   unsigned width;   // 32 or 4
@@ -79,17 +106,30 @@ struct group_view {
 template<class T> TMPS_SHIM_TRUSTED inline group_view exchange(site s, const T& v, unsigned width) {
   static_assert(sizeof(T) <= 64, "SIMD-group function: value larger than 64 bytes");
   group_view g;
-  g.x = tmps_sim_rt->simd_exchange(&v, sizeof(T), s.id, s.line);
-  g.lane = g.x->lane;
+  unsigned all;
+  if (s.sg) {
+    sg_ctx& c = *s.sg;
+    g.values = &c.value[0][0];
+    g.stride = 64u;
+    g.lane = c.lane;
+    if (c.phase == 1u) __builtin_memcpy(c.value[c.lane], &v, sizeof(T));
+    all = c.phase == 1u ? 1u << c.lane : c.active;
+  } else {
+    const tmps_sim_exchange* x = tmps_sim_rt->simd_exchange(&v, sizeof(T), s.id, s.line);
+    g.values = &x->value[0][0];
+    g.stride = TMPS_SIM_EXCHANGE_SLOT;
+    g.lane = x->lane;
+    all = x->active_mask;
+  }
   g.width = width;
   g.base = g.lane & ~(width - 1u);
   unsigned gm = width >= 32 ? 0xffffffffu : (((1u << width) - 1u) << g.base);
-  g.active = g.x->active_mask & gm;
+  g.active = all & gm;
   return g;
 }
 template<class T> TMPS_SHIM_TRUSTED inline T value_of(const group_view& g, unsigned lane) {
   T r;
-  __builtin_memcpy(&r, g.x->value[lane], sizeof(T));
+  __builtin_memcpy(&r, g.values + lane * g.stride, sizeof(T));
   return r;
 }
 

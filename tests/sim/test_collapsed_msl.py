@@ -1,0 +1,167 @@
+"""A SIMD-group runs as one call (issue 29, sim/simd_collapse.h): the same bits as one fiber per
+thread, the same reports, and a counted refusal (fibers then) for what the rewrite cannot take.
+
+TRITON_MPS_SIM_COLLAPSE=0 is read at each dispatch: the same pipeline runs both ways here.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import triton_mps
+from triton_mps import _core
+
+# Uniform loops around shuffles, prefix sums, a broadcast, a ballot, quad functions, lane-varying
+# branches without SIMD-group functions in them and a cross-SIMD-group exchange through
+# threadgroup memory between barriers.
+COLLAPSIBLE = r"""
+#include <metal_stdlib>
+using namespace metal;
+kernel void collapsible(device const float* x [[buffer(0)]], device float* out [[buffer(1)]],
+                        constant uint& rounds [[buffer(2)]],
+                        uint gid [[thread_position_in_grid]], uint tid [[thread_index_in_threadgroup]],
+                        uint lane [[thread_index_in_simdgroup]], uint sg [[simdgroup_index_in_threadgroup]]) {
+  threadgroup float tile[4];
+  float v = x[gid];
+  float m = v;
+  for (ushort s = 1; s < 32; s <<= 1) m = max(m, simd_shuffle_xor(m, s));
+  float acc = 0.0f;
+  for (uint r = 0; r < rounds; ++r) {
+    float t = v * (float)(r + 1);
+    if (lane % 3 == 1) t = -t;
+    float scan = simd_prefix_inclusive_sum(t);
+    acc += scan;
+  }
+  float first = simd_broadcast(v, (ushort)7);
+  simd_vote vote = simd_ballot(v > 0.0f);
+  uint bits = (uint)(ulong)vote;
+  float q = quad_sum(v);
+  if (lane == 0) tile[sg] = m;
+  threadgroup_barrier(mem_flags::mem_threadgroup);
+  float other = tile[(sg + 1) % 4];
+  out[gid * 6 + 0] = m;
+  out[gid * 6 + 1] = acc;
+  out[gid * 6 + 2] = first;
+  out[gid * 6 + 3] = as_type<float>(bits);
+  out[gid * 6 + 4] = q;
+  out[gid * 6 + 5] = other;
+}
+"""
+
+# Two SIMD-group functions in one expression: refused (counted), runs on fibers.
+REFUSED = r"""
+#include <metal_stdlib>
+using namespace metal;
+kernel void refused(device const float* x [[buffer(0)]], device float* out [[buffer(1)]],
+                    uint gid [[thread_position_in_grid]], uint lane [[thread_index_in_simdgroup]]) {
+  float v = x[gid];
+  out[gid] = lane % 3 == 0 ? simd_sum(v) : simd_max(v * 2.0f);
+}
+"""
+
+
+def _both_ways(monkeypatch, run):
+    monkeypatch.delenv("TRITON_MPS_SIM_COLLAPSE", raising=False)
+    collapsed = run()
+    monkeypatch.setenv("TRITON_MPS_SIM_COLLAPSE", "0")
+    fibers = run()
+    monkeypatch.delenv("TRITON_MPS_SIM_COLLAPSE")
+    return collapsed, fibers
+
+
+def _outcome_delta(before: dict, after: dict) -> dict:
+    return {k: after.get(k, 0) - before.get(k, 0) for k in after if after.get(k, 0) != before.get(k, 0)}
+
+
+# 100 threads: a partial last SIMD-group, which the scheduler runs on fibers (no lane mask in
+# collapsed code): the values are checked all the same.
+@pytest.mark.parametrize("threads", [128, 100])
+def test_collapsed_msl_kernel_gives_the_bits_of_fibers(sim, rng, monkeypatch, threads):
+    groups, rounds = 5, 3
+    before = _core.sim_collapse_counts()
+    k = triton_mps.compile_msl(COLLAPSIBLE + f"// {threads} threads\n", "collapsible", sim)  # a new build
+    assert _outcome_delta(before, _core.sim_collapse_counts()) == {"collapsed": 1}
+    x = rng.standard_normal(threads * groups).astype(np.float32)
+
+    def run():
+        out = np.full(x.size * 6, np.nan, np.float32)
+        k(x, out, np.uint32(rounds), grid=groups, threads=threads)
+        sim.synchronize()
+        return out.reshape(-1, 6)
+
+    collapsed, fibers = _both_ways(monkeypatch, run)
+    np.testing.assert_array_equal(collapsed.view(np.uint32), fibers.view(np.uint32))
+    # and right: the max over each SIMD-group's present lanes, the broadcast of lane 7
+    for g in range(groups):
+        for sg in range(4):
+            lo = g * threads + sg * 32
+            hi = min(lo + 32, (g + 1) * threads)
+            np.testing.assert_array_equal(collapsed[lo:hi, 0], x[lo:hi].max())
+            if lo + 7 < hi:
+                np.testing.assert_array_equal(collapsed[lo:hi, 2], x[lo + 7])
+            bits = sum(1 << i for i in range(hi - lo) if x[lo + i] > 0)
+            assert (collapsed[lo:hi, 3].view(np.uint32) == bits).all()
+
+
+def test_refused_kernel_is_counted_and_runs_on_fibers(sim, rng, monkeypatch):
+    before = _core.sim_collapse_counts()
+    k = triton_mps.compile_msl(REFUSED, "refused", sim)
+    delta = _outcome_delta(before, _core.sim_collapse_counts())
+    assert delta == {"several SIMD-group functions in one statement (line 7)": 1}, delta
+    x = rng.standard_normal(64).astype(np.float32)
+    out = np.full(64, np.nan, np.float32)
+    k(x, out, grid=1, threads=64)
+    sim.synchronize()
+    for sg in range(2):
+        v = x[sg * 32:(sg + 1) * 32].astype(np.float64)
+        lanes = np.arange(32)
+        ref = np.where(lanes % 3 == 0, v[lanes % 3 == 0].sum(), (v[lanes % 3 != 0] * 2).max())
+        np.testing.assert_allclose(out[sg * 32:(sg + 1) * 32], ref, rtol=1e-6)
+
+
+# A barrier under a branch that differs between lanes: refused, and the fiber path still reports
+# the divergent barrier with its line.
+DIVERGENT_BARRIER = r"""
+#include <metal_stdlib>
+using namespace metal;
+kernel void divergent(device float* out [[buffer(0)]], uint lane [[thread_index_in_simdgroup]]) {
+  float s = simd_sum(1.0f);
+  if (lane < 16) threadgroup_barrier(mem_flags::mem_threadgroup);
+  out[lane] = s;
+}
+"""
+
+
+def test_divergent_barrier_is_refused_and_still_reported(sim):
+    before = _core.sim_collapse_counts()
+    k = triton_mps.compile_msl(DIVERGENT_BARRIER, "divergent", sim)
+    (reason,) = _outcome_delta(before, _core.sim_collapse_counts())
+    assert "control flow that differs between lanes" in reason
+    with pytest.raises(triton_mps.Error, match=r"divergent barrier.*line 6"):
+        k(np.zeros(32, np.float32), grid=1, threads=32)
+        sim.synchronize()
+
+
+# Memcheck inside a collapsed kernel: the bad store is stopped and the report names the thread
+# that made it (the lane the collapsed loop ran) and its line.
+OOB_ONE_THREAD = r"""
+#include <metal_stdlib>
+using namespace metal;
+kernel void oob(device float* out [[buffer(0)]], uint gid [[thread_position_in_grid]],
+                uint lane [[thread_index_in_simdgroup]]) {
+  float s = simd_sum((float)lane);
+  threadgroup_barrier(mem_flags::mem_threadgroup);
+  uint i = gid == 37 ? 4096u : gid;
+  out[i] = s;
+}
+"""
+
+
+def test_memcheck_report_names_the_lane_of_a_collapsed_kernel(sim, monkeypatch):
+    monkeypatch.delenv("TRITON_MPS_SIM_COLLAPSE", raising=False)
+    before = _core.sim_collapse_counts()
+    k = triton_mps.compile_msl(OOB_ONE_THREAD, "oob", sim)
+    assert _outcome_delta(before, _core.sim_collapse_counts()) == {"collapsed": 1}
+    with pytest.raises(triton_mps.Error, match=r"(?s)out-of-bounds store.*thread \(37,0,0\).*line 9"):
+        k(np.zeros(64, np.float32), grid=1, threads=64)
+        sim.synchronize()
