@@ -825,6 +825,13 @@ SimdCollapse collapse_kernel(const std::string& src, const KernelDecl& kd, const
         }
       }
     }
+    // Barriers alone cost the fiber path little (a switch per thread and barrier), and the lane
+    // loops' arrays cost more than that when nothing else is saved (measured: benchmarks/
+    // bench_sim.py's int8 matmul ran 0.68x collapsed): only kernels with SIMD-group functions.
+    bool simd_functions = false;
+    for (size_t k = body_open; k < body_close; ++k)
+      simd_functions = simd_functions || (c.sync_at(k) && toks[k].text != "threadgroup_barrier" && toks[k].text != "simdgroup_barrier");
+    if (!simd_functions) refuse("barriers only (no SIMD-group function): fibers are as fast");
     size_t i = body_open;
     std::unique_ptr<Stmt> body = c.parse(i, body_close + 1);
     Rewriter r(c, vparams, params);

@@ -11,7 +11,8 @@
 // (tmps_metal_simd.h, `::tmps_sim::sg_ctx`), so results are those of the fiber path.
 //
 // What the rewrite cannot prove safe it refuses, with the reason: the kernel then runs on
-// fibers as before (never silently wrong). Refused: a synchronisation point under control
+// fibers as before (never silently wrong). Also left to fibers: kernels with barriers but no
+// SIMD-group function (nothing to gain: measured slower). Refused: a synchronisation point under control
 // flow that is not uniform or inside an expression it cannot evaluate twice, simdgroup_matrix,
 // a `return` before the end, `goto`/`switch` around a synchronisation point, preprocessor
 // lines in the body, a name declared twice, brace initialisers of lane values, helper

@@ -110,6 +110,9 @@ TEST(SimdCollapse, UniformLoopsAroundSimdFunctionsCollapse) {
 
 TEST(SimdCollapse, KernelsWithoutSynchronisationNeedNone) {
   EXPECT_EQ(collapse_of("  x[lane] = 1.0f;"), "not needed");
+  // barriers alone: left to fibers (nothing to gain)
+  EXPECT_NE(collapse_of("  x[lane] = 1.0f;\n  threadgroup_barrier(mem_flags::mem_device);\n  x[lane] += 1.0f;").find("barriers only"),
+            std::string::npos);
 }
 
 TEST(SimdCollapse, RefusalsSayWhy) {
