@@ -85,3 +85,15 @@ def unguarded_msl32(msl: str) -> list[str]:
         elif _MSL32_ONLY.search(code) and not (guarded and guarded[-1]):
             found.append(line)
     return found
+
+
+def collapsed_and_fibers(monkeypatch, run):
+    """`run()` with SIMD-groups collapsed (the default), then on one fiber per thread
+    (TRITON_MPS_SIM_COLLAPSE=0, read at each dispatch): the two results, to compare bits."""
+    monkeypatch.delenv("TRITON_MPS_SIM_COLLAPSE", raising=False)
+    collapsed = run()
+    monkeypatch.setenv("TRITON_MPS_SIM_COLLAPSE", "0")
+    fibers = run()
+    monkeypatch.delenv("TRITON_MPS_SIM_COLLAPSE")
+    return collapsed, fibers
+

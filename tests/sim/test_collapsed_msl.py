@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import triton_mps
+from tmps_testing import collapsed_and_fibers
 from triton_mps import _core
 
 # Uniform loops around shuffles, prefix sums, a broadcast, a ballot, quad functions, lane-varying
@@ -60,15 +61,6 @@ kernel void refused(device const float* x [[buffer(0)]], device float* out [[buf
 """
 
 
-def _both_ways(monkeypatch, run):
-    monkeypatch.delenv("TRITON_MPS_SIM_COLLAPSE", raising=False)
-    collapsed = run()
-    monkeypatch.setenv("TRITON_MPS_SIM_COLLAPSE", "0")
-    fibers = run()
-    monkeypatch.delenv("TRITON_MPS_SIM_COLLAPSE")
-    return collapsed, fibers
-
-
 def _outcome_delta(before: dict, after: dict) -> dict:
     return {k: after.get(k, 0) - before.get(k, 0) for k in after if after.get(k, 0) != before.get(k, 0)}
 
@@ -89,7 +81,7 @@ def test_collapsed_msl_kernel_gives_the_bits_of_fibers(sim, rng, monkeypatch, th
         sim.synchronize()
         return out.reshape(-1, 6)
 
-    collapsed, fibers = _both_ways(monkeypatch, run)
+    collapsed, fibers = collapsed_and_fibers(monkeypatch, run)
     np.testing.assert_array_equal(collapsed.view(np.uint32), fibers.view(np.uint32))
     # and right: the max over each SIMD-group's present lanes, the broadcast of lane 7
     for g in range(groups):

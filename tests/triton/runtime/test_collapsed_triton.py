@@ -7,16 +7,8 @@ import pytest
 import torch
 import triton
 import triton.language as tl
+from tmps_testing import collapsed_and_fibers
 from triton_mps import _core
-
-
-def _both_ways(monkeypatch, run):
-    monkeypatch.delenv("TRITON_MPS_SIM_COLLAPSE", raising=False)
-    collapsed = run()
-    monkeypatch.setenv("TRITON_MPS_SIM_COLLAPSE", "0")
-    fibers = run()
-    monkeypatch.delenv("TRITON_MPS_SIM_COLLAPSE")
-    return collapsed, fibers
 
 
 # Triton kernels: reductions and scans through SIMD-group functions and threadgroup memory,
@@ -53,7 +45,7 @@ def test_triton_reductions_collapsed_give_the_bits_of_fibers(monkeypatch, n):
         return o, c, i
 
     before = _core.sim_collapse_counts().get("collapsed", 0)
-    (o1, c1, i1), (o0, c0, i0) = _both_ways(monkeypatch, run)
+    (o1, c1, i1), (o0, c0, i0) = collapsed_and_fibers(monkeypatch, run)
     assert _core.sim_collapse_counts().get("collapsed", 0) >= before + 2
     assert torch.equal(o1.view(torch.int32), o0.view(torch.int32))
     assert torch.equal(c1.view(torch.int32), c0.view(torch.int32))
