@@ -12,6 +12,9 @@ Pipeline (one table, `PIPELINE` below; printed by `describe_pipeline()`):
     metal  the "binary" (`binary_ext = "metal"`): the MSL as UTF-8 bytes. Metal compiles
            source at run time, so the driver's load_binary builds the pipeline on the device
            through the native pipeline cache (simulator objects / Metal binary archives).
+The stages are pure (IR or text in, text or bytes out) and touch no device. The pipeline's build
+starts ahead of the first launch from Triton's compilation listener, at the end of
+triton.compile (device.prebuild_after_compile, installed in driver.py; backend/prebuild.py).
 
 Decisions:
 - Math: kernels are built in Metal's "safe" math mode always (Triton is not fast-math), and the
@@ -440,11 +443,8 @@ class MPSBackend(BaseBackend):
             return texts["msl"]
 
         def make_metal(src_msl, metadata):
-            # The pipeline builds in the background from here on; load_binary, at the first
-            # launch, finds it built or joins the build (prebuild.py).
-            from .device import prebuild_pipeline
-
-            prebuild_pipeline(src_msl, metadata["name"])
+            # Text in, bytes out: no stage touches a device. The pipeline's build starts once
+            # triton.compile has returned the kernel (Triton's compilation listener, driver.py).
             return src_msl.encode("utf-8")
 
         stages["ttir"] = make_ttir

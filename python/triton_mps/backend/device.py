@@ -14,6 +14,7 @@ import os
 import sys
 import time
 import warnings
+from pathlib import Path
 from typing import Any
 
 from triton.runtime.errors import OutOfResources
@@ -252,6 +253,26 @@ def build_pipeline(dev, source: str, name: str, request: tuple[int, str] | None 
     max_threads, version = request or pipeline_request(dev, source)
     return dev.compile(source, name, math_mode="safe", strict=True, label=name, max_threads=max_threads,
                        language_version=version, issue_warnings=not background, background=background)
+
+
+def prebuild_after_compile(*, src: Any, metadata: dict, metadata_group: dict[str, str], times: Any,
+                           cache_hit: bool) -> None:
+    """Triton's compilation listener (`knobs.compilation.listener`, called at the end of every
+    triton.compile; installed by driver.py): a kernel just compiled for an `mps` target starts its
+    pipeline's build (prebuild_pipeline), from its `.metal` file in Triton's cache, the binary its
+    load_binary gets. "Compiled by us" is read from the options (backend_name "mps"), not from the
+    target: Inductor's `cpu` target compiles on our backend too (inductor_cpu.py). Nothing for
+    other backends, nor for a Triton cache hit (no compile ran: the pipeline is most likely in the
+    native pipeline cache already; load_binary builds it if not)."""
+    if cache_hit or metadata.get("backend_name") != "mps":
+        return
+    path = next((p for f, p in metadata_group.items() if f.endswith(".metal")), None)
+    try:
+        source = Path(path).read_bytes().decode("utf-8") if path is not None else None
+    except OSError:  # (load_binary reads the same file and reports it)
+        return
+    if source is not None and "name" in metadata:
+        prebuild_pipeline(source, metadata["name"])
 
 
 def prebuild_pipeline(source: str, name: str) -> None:

@@ -10,9 +10,10 @@ Activation (`MPSDriver.is_active`):
 The driver class lives here (Triton imports this module and looks for exactly one DriverBase
 subclass), with its user API (kernel config, memory_pool, device_info, synchronize: the
 methods below Triton's); its parts live beside it: `device.py` (devices, properties, loading
-kernels, Triton's device interface, memory statistics), `kernel_config.py` (the kernel-config
-defaults), `launcher.py` (the launcher), `jit_hooks.py` (Triton's JIT binder for array
-arguments), `benchmarking.py` (do_bench), `registration.py` (triton.runtime.driver.MPSDriver).
+kernels, Triton's device interface, memory statistics, the compilation listener that starts
+pipeline builds), `kernel_config.py` (the kernel-config defaults), `launcher.py` (the launcher),
+`jit_hooks.py` (Triton's JIT binder for array arguments), `benchmarking.py` (do_bench),
+`registration.py` (triton.runtime.driver.MPSDriver, installing the listener).
 
 Kernel config (`set_kernel_config`: num_warps, num_stages, max_threads, shared_memory), per
 device and validated against its limits: what each value does is in kernel_config.py.
@@ -43,10 +44,11 @@ from .device import (  # noqa: F401  (_devices: part of this module's surface)
     _index,
     device_info,
     memory_info,
+    prebuild_after_compile,
 )
 from .jit_hooks import install_jit_hooks
 from .launcher import make_launcher
-from .registration import register_on_triton
+from .registration import listen_to_compiles, register_on_triton
 
 ACTIVATION_ENV = "TRITON_BACKEND"
 ACTIVATION_VALUES = ("mps", "metal")
@@ -224,3 +226,14 @@ class MPSDriver(DriverBase):
 
 
 register_on_triton(MPSDriver)  # triton.runtime.driver.MPSDriver
+
+# Pipelines build ahead of their first launch (backend/prebuild.py), started by Triton's
+# compilation listener at the end of each triton.compile, so the compile stages stay pure
+# (compiler.py). Why the listener: triton.compile is the one call every compile path shares:
+# the JIT (first call, warmup(), the autotuner's configs), Inductor's precompile and its compile
+# workers (warm_cache_only), which call triton.compile directly and never load the kernel there.
+# jit_post_compile_hook misses Inductor's and direct compiles; load_binary (the launcher's
+# construction) comes at the first launch, too late to build ahead. Installed here, at import
+# (Triton imports this module while discovering backends, in compile workers too), because
+# triton.compile reads the listener before it makes our backend.
+listen_to_compiles(prebuild_after_compile)

@@ -1,5 +1,6 @@
-"""`triton.runtime.driver.MPSDriver`: the driver class on Triton's DriverConfig, also while
-Triton is still importing `triton.runtime.driver` (backend discovery runs inside that import)."""
+"""What the backend puts on Triton: `triton.runtime.driver.MPSDriver`, the driver class on
+Triton's DriverConfig, also while Triton is still importing `triton.runtime.driver` (backend
+discovery runs inside that import); and a compilation listener (`listen_to_compiles`)."""
 
 from __future__ import annotations
 
@@ -58,3 +59,26 @@ def register_on_triton(driver_cls: type) -> None:
         attach(module)
     elif not any(isinstance(f, _AfterImport) for f in sys.meta_path):
         sys.meta_path.insert(0, _AfterImport("triton.runtime.driver", attach))
+
+
+def listen_to_compiles(listener: Callable[..., None]) -> None:
+    """Make `listener` Triton's compilation listener (`triton.knobs.compilation.listener`, one
+    slot, called with keywords at the end of every triton.compile), after the one already set,
+    if any, which is called too (ours first). Idempotent. A listener set later replaces ours."""
+    from triton import knobs
+
+    current = knobs.compilation.listener
+    if current is listener or getattr(current, "tmps_listener", None) is listener:
+        return
+    if current is None:
+        knobs.compilation.listener = listener
+        return
+
+    def both(**kwargs: Any) -> None:
+        try:
+            listener(**kwargs)
+        finally:
+            current(**kwargs)
+
+    both.tmps_listener = listener  # type: ignore[attr-defined]
+    knobs.compilation.listener = both
