@@ -78,6 +78,18 @@ static const tmps_u32 zero3[3] = {0u, 0u, 0u};
 }  // namespace tmps_sim_gen
 )";
 
+// The expression an entry passes for parameter p of the kernel whose function type is F: its
+// buffer or threadgroup memory from the runtime's tables, or its position from `tmps_thread`.
+std::string argument(const std::string& F, size_t p, const ParamInfo& pi, const ParamExtra& px) {
+  const std::string T = F + "::arg<" + std::to_string(p) + "u>";
+  if (pi.kind == ParamInfo::Kind::Position)
+    return "::tmps_sim::position<" + T + ">(" + (px.field.empty() ? "::tmps_sim_gen::zero3" : "tmps_thread->" + px.field) + ")";
+  const std::string src = std::string(pi.kind == ParamInfo::Kind::Buffer ? "tmps_args->buffers[" : "tmps_args->threadgroup_buffers[") +
+                          std::to_string(pi.index) + "]";
+  if (pi.is_pointer) return "(" + T + ")" + src;
+  return "*(::tmps_sim_gen::bare<" + T + ">::type*)" + src;
+}
+
 std::string generate_tail(const std::string& file, const std::vector<KernelDecl>& kernels, const std::vector<KernelExtra>& extras,
                           const std::vector<SimdCollapse>& collapsed) {
   std::ostringstream o;
@@ -98,18 +110,7 @@ std::string generate_tail(const std::string& file, const std::vector<KernelDecl>
     o << "  " << kx.cpp_name << "(";
     for (size_t p = 0; p < kd.params.size(); ++p) {
       const ParamInfo& pi = kd.params[p];
-      const ParamExtra& px = kx.params[p];
-      std::string T = F + "::arg<" + std::to_string(p) + "u>";
-      std::string bare = "::tmps_sim_gen::bare<" + T + ">::type";
-      o << "\n#line " << pi.line << " " << qfile << "\n    ";
-      if (pi.kind == ParamInfo::Kind::Position) {
-        o << "::tmps_sim::position<" << T << ">(" << (px.field.empty() ? "::tmps_sim_gen::zero3" : "tmps_thread->" + px.field) << ")";
-      } else {
-        std::string src = pi.kind == ParamInfo::Kind::Buffer ? "tmps_args->buffers[" : "tmps_args->threadgroup_buffers[";
-        src += std::to_string(pi.index) + "]";
-        if (pi.is_pointer) o << "(" << T << ")" << src;
-        else o << "*(" << bare << "*)" << src;
-      }
+      o << "\n#line " << pi.line << " " << qfile << "\n    " << argument(F, p, pi, kx.params[p]);
       if (p + 1 < kd.params.size()) o << ",";
     }
     o << ");\n}\n";
@@ -127,19 +128,8 @@ std::string generate_tail(const std::string& file, const std::vector<KernelDecl>
       o << "  tmps_sg_fn_" << k << "(";
       for (size_t p = 0; p < kd.params.size(); ++p) {
         const ParamInfo& pi = kd.params[p];
-        const ParamExtra& px = kx.params[p];
-        std::string T = F + "::arg<" + std::to_string(p) + "u>";
-        std::string bare = "::tmps_sim_gen::bare<" + T + ">::type";
-        if (pi.kind == ParamInfo::Kind::Position) {
-          if (position_varies_in_simdgroup(px.field)) o << "tmps_pos_" << p;
-          else o << "::tmps_sim::position<" << T << ">(" << (px.field.empty() ? "::tmps_sim_gen::zero3" : "tmps_thread->" + px.field) << ")";
-        } else {
-          std::string src = pi.kind == ParamInfo::Kind::Buffer ? "tmps_args->buffers[" : "tmps_args->threadgroup_buffers[";
-          src += std::to_string(pi.index) + "]";
-          if (pi.is_pointer) o << "(" << T << ")" << src;
-          else o << "*(" << bare << "*)" << src;
-        }
-        o << ", ";
+        const bool lanes = pi.kind == ParamInfo::Kind::Position && position_varies_in_simdgroup(kx.params[p].field);
+        o << (lanes ? "tmps_pos_" + std::to_string(p) : argument(F, p, pi, kx.params[p])) << ", ";
       }
       o << "tmps_active, tmps_lane_at);\n}\n";
     }

@@ -72,6 +72,12 @@ std::vector<Tok> tokenize(const std::string& s) {
   return out;
 }
 
+// An assignment operator (=, +=, <<=, ...), not a comparison.
+bool is_assign(const Tok& t) {
+  const std::string& p = t.text;
+  return t.kind == T::Punct && !p.empty() && p.back() == '=' && p != "==" && p != "!=" && p != "<=" && p != ">=";
+}
+
 // ---- statements --------------------------------------------------------------------------------
 
 struct Stmt {
@@ -317,9 +323,7 @@ class Rewriter {
         const std::string& p = x.text;
         if (p == "[" || p == "->") return false;
         if ((p == "*" || p == "&") && unary_at(k, b)) return false;
-        if (!allow_assign && (p == "=" || p == "++" || p == "--" || (p.size() >= 2 && p.back() == '=' && p != "==" &&
-                                                                     p != "!=" && p != "<=" && p != ">=")))
-          return false;
+        if (!allow_assign && (p == "++" || p == "--" || is_assign(x))) return false;
       }
     }
     return true;
@@ -343,8 +347,7 @@ class Rewriter {
       // reference to threadgroup storage): then the elements are the variable's own.
       const Stmt* d = locals_.at(t_[k].text).decl;
       if (indexed && !(d && d->kind == Stmt::Simple && c_.is(d->name + 1, "["))) continue;
-      const bool assign = j < e && t_[j].kind == T::Punct && t_[j].text.back() == '=' && t_[j].text != "==" &&
-                          t_[j].text != "!=" && t_[j].text != "<=" && t_[j].text != ">=";
+      const bool assign = j < e && is_assign(t_[j]);
       const bool incdec = c_.is(j, "++") || c_.is(j, "--") || (k > b && (c_.is(k - 1, "++") || c_.is(k - 1, "--")));
       const bool addr = k > b && c_.is(k - 1, "&") && unary_at(k - 1, b);
       if (assign || incdec || addr) out.insert(t_[k].text);
@@ -650,8 +653,7 @@ class Rewriter {
         if (p == "[" && !(k > from && c_.ident(k - 1) && is_local(t_[k - 1].text)) && !c_.is(k - 1, "]"))
           refuse("a SIMD-group function operand read through a pointer");
         if (p == "++" || p == "--") refuse("a SIMD-group function operand with a side effect");
-        if (s.is_decl && p.back() == '=' && p != "==" && p != "!=" && p != "<=" && p != ">=")
-          refuse("a SIMD-group function operand with a side effect");
+        if (s.is_decl && is_assign(x)) refuse("a SIMD-group function operand with a side effect");
       } else if (x.kind == T::Ident && c_.is(k + 1, "(") && !pure_functions().count(x.text) && k != at &&
                  !(k > from && c_.is(k - 1, "::"))) {
         refuse("a call of '" + x.text + "' beside a SIMD-group function");
@@ -662,9 +664,7 @@ class Rewriter {
       while (eq < s.e && !c_.is(eq, "=")) ++eq;
       if (eq != s.b + 1 || !c_.ident(s.b) || !is_local(t_[s.b].text)) refuse("a SIMD-group function whose result is not assigned to a local");
       for (size_t k = eq + 1; k < s.e; ++k)
-        if (t_[k].kind == T::Punct && t_[k].text.back() == '=' && t_[k].text != "==" && t_[k].text != "!=" &&
-            t_[k].text != "<=" && t_[k].text != ">=")
-          refuse("a SIMD-group function operand with a side effect");
+        if (is_assign(t_[k])) refuse("a SIMD-group function operand with a side effect");
     }
     if (s.is_decl && arrayed(t_[s.name].text)) out += hoisted(s);
     if (fast_shuffle(s, at, out)) return;
