@@ -119,13 +119,37 @@ class Collapser {
     refuse("unbalanced brackets");
   }
 
-  // A call or use of a synchronising name: barriers, SIMD-/quad-group functions, simdgroup_matrix.
+  // A call or use of a synchronising name: barriers, SIMD-/quad-group functions, simdgroup_matrix
+  // multiplies. (simdgroup_matrix types, loads and stores are per-lane: matrix_word.)
   bool sync_at(size_t i) const {
     if (!ident(i)) return false;
     const std::string& w = t_[i].text;
-    if (w.rfind("simdgroup_", 0) == 0 && w != "simdgroup_barrier") refuse("simdgroup_matrix (" + w + ")");
+    if (w == "simdgroup_multiply_accumulate" || w == "simdgroup_multiply") return is(i + 1, "(");
+    if (w.rfind("simdgroup_", 0) == 0 && w != "simdgroup_barrier" && !matrix_word(w))
+      refuse("simdgroup_matrix (" + w + ")");
+    if (w == "thread_elements" && i > 0 && (is(i - 1, ".") || is(i - 1, "->"))) refuse("simdgroup_matrix thread_elements()");
     if (w == "threadgroup_barrier" || w == "simdgroup_barrier") return true;
     return (w.rfind("simd_", 0) == 0 || w.rfind("quad_", 0) == 0) && is(i + 1, "(");
+  }
+
+  // simdgroup_matrix names a collapsed kernel renames to the shim's whole-matrix forms
+  // (tmps_metal_matrix.h, sg_matrix): the types, make_filled_simdgroup_matrix, loads and stores.
+  static bool matrix_word(const std::string& w) { return matrix_names().count(w) != 0; }
+  static const std::map<std::string, std::string>& matrix_names() {
+    static const std::map<std::string, std::string> m = {
+        {"simdgroup_matrix", "::tmps_sim::sg_matrix_rc"},
+        {"simdgroup_float8x8", "::tmps_sim::sg_matrix<float>"},
+        {"simdgroup_half8x8", "::tmps_sim::sg_matrix<half>"},
+        {"simdgroup_bfloat8x8", "::tmps_sim::sg_matrix<bfloat>"},
+        {"make_filled_simdgroup_matrix", "::tmps_sim::sg_filled"},
+        {"simdgroup_load", "::tmps_sim::sg_load"},
+        {"simdgroup_store", "::tmps_sim::sg_store"},
+        {"simdgroup_multiply_accumulate", "::tmps_sim::sg_mma"},
+        {"simdgroup_multiply", "::tmps_sim::sg_mul"}};
+    return m;
+  }
+  static bool matrix_type(const std::string& w) {
+    return w == "simdgroup_matrix" || w == "simdgroup_float8x8" || w == "simdgroup_half8x8" || w == "simdgroup_bfloat8x8";
   }
 
   std::unique_ptr<Stmt> parse(size_t& i, size_t end) {
@@ -250,14 +274,18 @@ class Collapser {
 
 // Functions without side effects or memory reads: a uniform statement may call them.
 const std::set<std::string>& pure_functions() {
-  static const std::set<std::string> s = {
+  static const std::set<std::string> s = [] {
+    std::set<std::string> s = {
       "as_type", "static_cast", "reinterpret_cast", "fmax", "fmin", "max", "min", "abs", "fabs", "select", "clamp",
       "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "floor", "ceil", "trunc", "round", "rint", "fma", "popcount",
       "clz", "ctz", "mulhi", "mix", "sign", "copysign", "isnan", "isinf", "isfinite", "signbit", "threadgroup_static",
       "fmod", "pow", "sin", "cos", "tan", "tanh", "erf", "float", "int", "uint", "half", "bfloat", "bool", "short",
-      "ushort", "char", "uchar", "long", "ulong", "float2", "float3", "float4", "int2", "int3", "int4", "uint2",
-      "uint3", "uint4", "half2", "half4", "ushort2", "ushort4", "short2", "short4", "extract_bits", "insert_bits",
-      "reverse_bits", "rotate", "absdiff", "addsat", "subsat", "hadd", "rhadd", "madhi", "madsat", "mulsat"};
+      "ushort", "char", "uchar", "long", "ulong", "extract_bits", "insert_bits", "reverse_bits", "rotate", "absdiff", "addsat", "subsat", "hadd", "rhadd", "madhi", "madsat", "mulsat"};
+    // the vector constructors: float2 ... ulong4
+    for (const char* base : {"float", "half", "bfloat", "int", "uint", "short", "ushort", "char", "uchar", "long", "ulong", "bool"})
+      for (const char* n : {"2", "3", "4"}) s.insert(std::string(base) + n);
+    return s;
+  }();
   return s;
 }
 
@@ -269,19 +297,49 @@ struct Local {
 
 class Rewriter {
  public:
-  Rewriter(const Collapser& c, std::set<std::string> varying_params, std::set<std::string> params)
-      : c_(c), t_(c.t_), vparams_(std::move(varying_params)), params_(std::move(params)) {}
+  Rewriter(const Collapser& c, std::set<std::string> varying_params, std::set<std::string> params,
+           std::set<std::string> linear_tids)
+      : c_(c), t_(c.t_), vparams_(std::move(varying_params)), params_(std::move(params)),
+        linear_tids_(std::move(linear_tids)) {}
 
   void collect(const Stmt& s) {
+    if (s.kind == Stmt::Simple && !s.is_decl)
+      for (size_t k = s.b; k < s.e; ++k)
+        if (c_.ident(k) && Collapser::matrix_type(t_[k].text))
+          refuse("a simdgroup_matrix declaration the rewrite does not read (line " + std::to_string(t_[s.b].line) + ")");
     if (s.kind == Stmt::Simple && s.is_decl) {
       const std::string& n = t_[s.name].text;
       if (locals_.count(n) || params_.count(n)) refuse("the name '" + n + "' is declared twice");
       locals_[n].decl = &s;
+      for (size_t k = s.b; k < s.name; ++k)
+        if (c_.ident(k) && Collapser::matrix_type(t_[k].text)) matrices_.insert(n);
     }
     for (const auto& k : s.kids) collect(*k);  // for-header declarations: collect_for
   }
 
   bool is_local(const std::string& n) const { return locals_.count(n) != 0; }
+  bool is_matrix(size_t k) const {
+    return c_.ident(k) && matrices_.count(t_[k].text) && !(k > 0 && (c_.is(k - 1, ".") || c_.is(k - 1, "->") || c_.is(k - 1, "::")));
+  }
+
+  // `tid >> 5u` or `tid / 32u`, tid the threadgroup's linear thread index, alone between
+  // operators that bind less: the SIMD-group's index in the threadgroup (SIMD-groups are runs of
+  // 32 consecutive indices, and only full ones collapse), the same in every lane.
+  bool simdgroup_index_at(size_t k) const {
+    if (!c_.ident(k) || !linear_tids_.count(t_[k].text) || k == 0 || k + 3 >= t_.size()) return false;
+    auto number = [&](size_t q, const char* v) {
+      if (t_[q].kind != T::Number) return false;
+      std::string n = t_[q].text;
+      while (!n.empty() && (n.back() == 'u' || n.back() == 'U')) n.pop_back();
+      return n == v;
+    };
+    if (!((c_.is(k + 1, ">>") && number(k + 2, "5")) || (c_.is(k + 1, "/") && number(k + 2, "32")))) return false;
+    static const std::set<std::string> before = {"=", "(", ",", "?", ":", "&&", "||", "<", ">", "<=", ">=", "==", "!=", "|", "^"};
+    static const std::set<std::string> after = {";", ")", ",", "]", "?", ":", "&&", "||", "<", ">", "<=", ">=", "==", "!=", "&", "|", "^"};
+    const Tok& p = t_[k - 1];
+    const Tok& n = t_[k + 3];
+    return p.kind == T::Punct && before.count(p.text) && n.kind == T::Punct && after.count(n.text);
+  }
 
   // Unary * or & (not multiplication / bitwise and): the token before is an operator.
   bool unary_at(size_t k, size_t b) const {
@@ -306,6 +364,10 @@ class Rewriter {
         if (k > b && (c_.is(k - 1, ".") || c_.is(k - 1, "->"))) continue;
         if (k > b && c_.is(k - 1, "::")) {
           if (c_.is(k + 1, "(") && !pure_functions().count(x.text)) return false;
+          continue;
+        }
+        if (simdgroup_index_at(k)) {
+          k += 2;
           continue;
         }
         if (vparams_.count(x.text)) return false;
@@ -334,7 +396,7 @@ class Rewriter {
   std::set<std::string> writes(size_t b, size_t e) const {
     std::set<std::string> out;
     for (size_t k = b; k < e; ++k) {
-      if (t_[k].kind != T::Ident || !is_local(t_[k].text)) continue;
+      if (t_[k].kind != T::Ident || !is_local(t_[k].text) || is_matrix(k)) continue;
       if (k > b && (c_.is(k - 1, ".") || c_.is(k - 1, "->") || c_.is(k - 1, "::"))) continue;
       size_t j = k + 1;
       bool indexed = false;
@@ -355,9 +417,10 @@ class Rewriter {
     // Arguments of calls that are not pure: conservatively written (thread T& parameters).
     for (size_t k = b; k < e; ++k) {
       if (!c_.ident(k) || !c_.is(k + 1, "(") || pure_functions().count(t_[k].text) || c_.sync_at(k)) continue;
+      if (Collapser::matrix_word(t_[k].text)) continue;  // writes only its matrix (is_matrix), by value otherwise
       const size_t close = c_.match(k + 1);
       for (size_t q = k + 2; q < close; ++q)
-        if (c_.ident(q) && is_local(t_[q].text) && !(q > k + 2 && (c_.is(q - 1, ".") || c_.is(q - 1, "->"))))
+        if (c_.ident(q) && is_local(t_[q].text) && !is_matrix(q) && !(q > k + 2 && (c_.is(q - 1, ".") || c_.is(q - 1, "->"))))
           out.insert(t_[q].text);
     }
     return out;
@@ -397,6 +460,7 @@ class Rewriter {
   }
 
   void mark_varying(const std::string& n) {
+    if (matrices_.count(n)) refuse("a simdgroup_matrix declared where the lanes differ ('" + n + "')");
     auto it = locals_.find(n);
     if (it != locals_.end() && it->second.uniform) {
       it->second.uniform = false;
@@ -508,6 +572,22 @@ class Rewriter {
     for (size_t k = b; k < e; ++k) {
       const Tok& x = t_[k];
       if (!out.empty()) out += ' ';
+      if (x.kind == T::Ident && Collapser::matrix_word(x.text)) {
+        if (k > 0 && (c_.is(k - 1, "::") || c_.is(k - 1, ".") || c_.is(k - 1, "->")))
+          refuse("a qualified simdgroup_matrix name (" + x.text + ")");
+        out += Collapser::matrix_names().at(x.text);
+        if (x.text == "simdgroup_load" || x.text == "simdgroup_store") {
+          // the lane's part: its index is the first argument
+          if (!lane || !c_.is(k + 1, "(")) refuse(x.text + " outside a loop over the lanes");
+          out += " ( tmps_l ,";
+          ++k;
+        }
+        continue;
+      }
+      if (!lane && simdgroup_index_at(k)) {
+        out += x.text + "[0]";
+        continue;
+      }
       out += x.text;
       if (lane && x.kind == T::Ident && !(k > b && (c_.is(k - 1, ".") || c_.is(k - 1, "->") || c_.is(k - 1, "::"))) &&
           (arrayed(x.text) || vparams_.count(x.text)))
@@ -537,6 +617,10 @@ class Rewriter {
 
   // A statement of a lane region, rewritten.
   std::string lane_stmt(const Stmt& s) const {
+    // Per lane, a matrix is only the first operand of simdgroup_load/store (its lane's part).
+    for (size_t k = s.b; k < s.e; ++k)
+      if (is_matrix(k) && !(k >= 2 && c_.is(k - 1, "(") && (c_.is(k - 2, "simdgroup_load") || c_.is(k - 2, "simdgroup_store"))))
+        refuse("a simdgroup_matrix used per lane other than by simdgroup_load/store (line " + std::to_string(t_[k].line) + ")");
     if (s.kind == Stmt::Simple && s.is_decl && arrayed(t_[s.name].text)) {
       if (!s.init) return "";
       if (c_.is(s.init, "{")) refuse("a brace initialiser of a lane value");
@@ -585,6 +669,7 @@ class Rewriter {
       if (!s.sync) {
         if (stmt_uniform(s) && s.kind != Stmt::Jump) {
           flush(region, out);
+          check_uniform_matrix_use(s);
           out += line_of(s.b) + render(s.b, s.e, false) + "\n";
         } else if (s.kind == Stmt::Jump) {
           flush(region, out);  // a uniform break/continue of a loop that holds a sync point
@@ -630,12 +715,32 @@ class Rewriter {
     flush(region, out);
   }
 
+  // Run once for the SIMD-group, a matrix is only declared (and filled).
+  void check_uniform_matrix_use(const Stmt& s) const {
+    for (size_t k = s.b; k < s.e; ++k)
+      if (is_matrix(k) && !(s.kind == Stmt::Simple && s.is_decl && k == s.name))
+        refuse("a simdgroup_matrix used other than by simdgroup_load/store/multiply (line " + std::to_string(t_[k].line) + ")");
+  }
+
+  // `simdgroup_multiply[_accumulate](d, a, b[, c]);` on matrices: once, between lane loops
+  // (every lane's loads are done), as the shim's whole-matrix multiply.
+  void emit_multiply(const Stmt& s, size_t at, std::string& out) const {
+    const size_t close = c_.match(at + 1);
+    if (s.is_decl || at != s.b || close + 2 != s.e) refuse("a simdgroup_matrix multiply inside an expression");
+    size_t args = 0;
+    for (size_t k = at + 2; k < close; k += 2, ++args)
+      if (!is_matrix(k) || !(c_.is(k + 1, ",") || k + 1 == close)) refuse("a simdgroup_matrix multiply of other than named matrices");
+    if (args != (t_[at].text == "simdgroup_multiply" ? 3u : 4u)) refuse("a simdgroup_matrix multiply of other than named matrices");
+    out += line_of(s.b) + render(s.b, s.e, false) + "\n";
+  }
+
   void emit_sync(const Stmt& s, std::string& out) {
     size_t calls = 0, at = 0;
     for (size_t k = s.b; k < s.e; ++k)
       if (c_.sync_at(k)) { ++calls; at = k; }
     const std::string& fn = t_[at].text;
     if (calls != 1) refuse("several SIMD-group functions in one statement (line " + std::to_string(t_[s.b].line) + ")");
+    if (fn == "simdgroup_multiply_accumulate" || fn == "simdgroup_multiply") return emit_multiply(s, at, out);
     if (fn == "threadgroup_barrier" || fn == "simdgroup_barrier") {
       if (at != s.b) refuse("a barrier inside an expression");
       // A SIMD-group runs in step here: simdgroup_barrier has nothing to wait for.
@@ -705,6 +810,8 @@ class Rewriter {
   const Collapser& c_;
   const std::vector<Tok>& t_;
   std::set<std::string> vparams_, params_;
+  std::set<std::string> linear_tids_;  // parameters holding thread_index_in_threadgroup
+  std::set<std::string> matrices_;     // simdgroup_matrix locals: one whole matrix per SIMD-group
   std::map<std::string, Local> locals_;
   std::map<const Stmt*, std::string> for_decls_;
   std::vector<std::pair<std::string, std::pair<size_t, size_t>>> init_ranges_;
@@ -783,9 +890,10 @@ SimdCollapse collapse_kernel(const std::string& src, const KernelDecl& kd, const
       bool inside = false;
       for (const auto& r : bodies) inside = inside || (i >= r.first && i <= r.second);
       if (!inside && c.sync_at(i) && c.is(i + 1, "(")) refuse("a helper function calls SIMD-group functions or barriers");
+      if (!inside && c.ident(i) && Collapser::matrix_word(toks[i].text)) refuse("a helper function uses simdgroup_matrix");
     }
     // Parameters: names, and which are per-lane positions.
-    std::set<std::string> params, vparams;
+    std::set<std::string> params, vparams, linear_tids;
     std::vector<std::string> param_text;
     std::string prologue;
     {
@@ -806,6 +914,7 @@ SimdCollapse collapse_kernel(const std::string& src, const KernelDecl& kd, const
             // Read through a pointer the lanes' positions would be checked accesses (memcheck's
             // slow path: the SIMD-group's stack); a local copy is not.
             vparams.insert(pname);
+            if (kx.params[pi].field == "thread_index_in_threadgroup") linear_tids.insert(pname);
             text = "const " + type + "* tmps_in_" + pname;
             prologue += type + pname + "[32];\n::tmps_sim::copy_lanes(" + pname + ", tmps_in_" + pname + ");\n";
           } else {
@@ -834,7 +943,7 @@ SimdCollapse collapse_kernel(const std::string& src, const KernelDecl& kd, const
     if (!simd_functions) refuse("barriers only (no SIMD-group function): fibers are as fast");
     size_t i = body_open;
     std::unique_ptr<Stmt> body = c.parse(i, body_close + 1);
-    Rewriter r(c, vparams, params);
+    Rewriter r(c, vparams, params, linear_tids);
     r.file_lit_ = quoted(filename);
     r.analyse(*body);
     std::vector<const Stmt*> top;

@@ -8,12 +8,16 @@
 // threadgroup's position, constants and what is computed from them alone) stay scalars and
 // run once. A SIMD-group function runs in two passes over the lanes: each lane deposits its
 // operand, then each lane computes its result from all deposits with the shim's own code
-// (tmps_metal_simd.h, `::tmps_sim::sg_ctx`), so results are those of the fiber path.
+// (tmps_metal_simd.h, `::tmps_sim::sg_ctx`), so results are those of the fiber path. A
+// simdgroup_matrix is one whole 8x8 matrix of the SIMD-group (tmps_metal_matrix.h, sg_matrix):
+// simdgroup_load/store run per lane in the lane loops (each lane moves its own elements, as on
+// fibers), a multiply runs once between them. `tid >> 5` of the linear thread index is uniform.
 //
 // What the rewrite cannot prove safe it refuses, with the reason: the kernel then runs on
 // fibers as before (never silently wrong). Also left to fibers: kernels with barriers but no
 // SIMD-group function (nothing to gain: measured slower). Refused: a synchronisation point under control
-// flow that is not uniform or inside an expression it cannot evaluate twice, simdgroup_matrix,
+// flow that is not uniform or inside an expression it cannot evaluate twice, a simdgroup_matrix
+// declared under such control flow or used other than by load, store and multiply (thread_elements),
 // a `return` before the end, `goto`/`switch` around a synchronisation point, preprocessor
 // lines in the body, a name declared twice, brace initialisers of lane values, helper
 // functions of the source that call SIMD-group functions.

@@ -124,5 +124,57 @@ TEST(SimdCollapse, RefusalsSayWhy) {
             std::string::npos);  // a bound read from memory: not provably the same in every lane
   EXPECT_NE(collapse_of("  float v = simd_sum(x[lane]);\n  x[lane] = v;").find("read through a pointer"), std::string::npos);
   EXPECT_NE(collapse_of("  if (lane == 0) return;\n  x[lane] = simd_sum(1.0f);").find("return"), std::string::npos);
-  EXPECT_NE(collapse_of("  simdgroup_float8x8 m;\n  simdgroup_load(m, x, 8);").find("simdgroup_matrix"), std::string::npos);
+  // simdgroup_matrix: per lane only through load/store; declared only where every lane is
+  EXPECT_NE(collapse_of("  simdgroup_float8x8 m;\n  simdgroup_load(m, x, 8);\n  x[lane] = m.thread_elements()[0] + simd_sum(1.0f);")
+                .find("thread_elements"),
+            std::string::npos);
+  EXPECT_EQ(collapse_of("  if (lane < 40u) { simdgroup_float8x8 m;\n  simdgroup_load(m, x, 8); }\n  x[lane] = simd_sum(1.0f);"),
+            "a simdgroup_matrix declared where the lanes differ ('m')");
+  EXPECT_NE(collapse_of("  simdgroup_float8x8 m;\n  simdgroup_load(m, x, 8);\n  if (lane < 4u) simdgroup_multiply(m, m, m);")
+                .find("control flow that differs between lanes"),
+            std::string::npos);
+  EXPECT_NE(collapse_of("  simdgroup_float8x8 m, n;\n  simdgroup_multiply(m, n, n);").find("declaration the rewrite does not read"),
+            std::string::npos);
+}
+
+TEST(SimdCollapse, SimdgroupMatricesCollapseWhole) {
+  const std::string body = "  simdgroup_float8x8 a;\n  simdgroup_load(a, x, 8);\n"
+                           "  simdgroup_float8x8 c = make_filled_simdgroup_matrix<float, 8, 8>(1.0f);\n"
+                           "  for (uint i = 0; i < n; ++i) simdgroup_multiply_accumulate(c, a, a, c);\n"
+                           "  simdgroup_store(c, x, 8);";
+  EXPECT_EQ(collapse_of(body), "collapsed");
+  const std::string src = "#include <metal_stdlib>\nusing namespace metal;\n"
+                          "kernel void k(device float* x [[buffer(0)]], constant uint& n [[buffer(1)]],\n"
+                          "              uint lane [[thread_index_in_simdgroup]]) {\n" + body + "\n}\n";
+  const std::string cpp = translate_for_simulator(src, "c.metal").cpp;
+  const std::string fn = cpp.substr(cpp.find("tmps_sg_fn_0"));
+  // whole matrices; the load and store per lane, the multiply once (outside the lane loops)
+  EXPECT_NE(fn.find("::tmps_sim::sg_matrix<float> a ;"), std::string::npos) << fn;
+  EXPECT_NE(fn.find("::tmps_sim::sg_load ( tmps_l , a , x , 8 )"), std::string::npos) << fn;
+  EXPECT_NE(fn.find("::tmps_sim::sg_store ( tmps_l , c , x , 8 )"), std::string::npos) << fn;
+  const size_t mma = fn.find("::tmps_sim::sg_mma ( c , a , a , c )");
+  ASSERT_NE(mma, std::string::npos) << fn;
+  const std::string before = fn.substr(0, mma);
+  EXPECT_EQ(before.rfind("for (unsigned tmps_l"), before.find("for (unsigned tmps_l")) << fn;  // one lane loop (the load's), closed
+}
+
+// `tid >> 5` of the linear thread index is the SIMD-group's index: uniform, unless an operator
+// that binds tighter takes part.
+std::string collapse_with_tid(const std::string& body) {
+  const std::string src = "#include <metal_stdlib>\nusing namespace metal;\n"
+                          "kernel void k(device float* x [[buffer(0)]], uint tid [[thread_index_in_threadgroup]]) {\n" +
+                          body + "\n}\n";
+  return translate_for_simulator(src, "c.metal").collapse.at(0);
+}
+
+TEST(SimdCollapse, SimdgroupIndexFromLinearThreadIndex) {
+  EXPECT_EQ(collapse_with_tid("  uint w = tid >> 5u;\n  float v = x[tid];\n  if (w < 2u) v = simd_sum(v);\n  x[tid] = v;"),
+            "collapsed");
+  EXPECT_EQ(collapse_with_tid("  uint w = (tid / 32u) & 1u;\n  float v = x[tid];\n  if (w == 0u) v = simd_sum(v);\n  x[tid] = v;"),
+            "collapsed");
+  for (const char* w : {"tid >> 5u + 1u", "tid >> 4u", "1u + tid >> 5u", "tid / 16u", "tid * 2u >> 5u", "tid & 31u"})
+    EXPECT_NE(collapse_with_tid(std::string("  uint w = ") + w + ";\n  float v = x[tid];\n  if (w < 2u) v = simd_sum(v);\n  x[tid] = v;")
+                  .find("control flow that differs between lanes"),
+              std::string::npos)
+        << w;
 }

@@ -304,4 +304,90 @@ inline void simdgroup_multiply(::tmps_sim::site s, thread simdgroup_matrix<TD, 8
 
 }  // namespace metal
 
+// ---- simdgroup_matrix in a collapsed kernel (sim/simd_collapse.h) ------------------------------
+// There the SIMD-group runs as one call, so a matrix is one object holding all 64 elements
+// (row-major), not each lane's pair: the rewrite renames the types and functions to these. Loads
+// and stores stay per lane, inside the lane loops: each lane reads and writes exactly its own two
+// elements with the accesses above, so memcheck sees the same accesses. A multiply runs once,
+// between lane loops (every lane's operands are in place), and at once: each element sums
+// i = 0..7 from 0.0f in float, + c (0.0f without c), rounded once to the destination type, as
+// mma_complete does for each step of a chain: bit-identical results. (On fibers a lane runs on
+// past its deferred multiplies; here every lane reaches a multiply before any goes past it. When
+// lanes on both sides of a multiply fault, the two paths may report a different one first.)
+namespace tmps_sim {
+template<class T> struct sg_matrix {
+  static_assert(is_floatish<T>::value, "simdgroup_matrix: element type must be float, half or bfloat");
+  T v[8][8];
+};
+template<class T, int R, int C> struct sg_matrix_of {
+  static_assert(R == 8 && C == 8, "simdgroup_matrix: only 8x8 is supported");
+  typedef sg_matrix<T> type;
+};
+// simdgroup_matrix<T, R, C> in a collapsed kernel.
+template<class T, int R, int C> using sg_matrix_rc = typename sg_matrix_of<T, R, C>::type;
+// The layout above without the trusted attribute: pure arithmetic, inlined into the kernel.
+inline unsigned sg_row(unsigned l) { unsigned q = l / 4; return (q / 4) * 4 + (l / 2) % 4; }
+inline unsigned sg_col0(unsigned l) { unsigned q = l / 4; return (q & 2) * 2 + (l % 2) * 2; }
+
+template<class T, int R, int C> TMPS_SHIM_TRUSTED inline sg_matrix_rc<T, R, C> sg_filled(T x) {
+  sg_matrix<T> m;
+  for (unsigned r = 0; r < 8; ++r)
+    for (unsigned c = 0; c < 8; ++c) m.v[r][c] = x;
+  return m;
+}
+
+// Lane `lane`'s part of simdgroup_load (same accesses as the fiber path's).
+template<class T, class P>
+inline void sg_load(unsigned lane, sg_matrix<T>& d, P src, ulong elements_per_row = 8, ulong2 origin = ulong2(0, 0),
+                    bool transpose = false) {
+  const unsigned r = sg_row(lane), c0 = sg_col0(lane);
+  if (!transpose) {
+    typedef __remove_cvref(decltype(*src)) E;
+    typename strip_space<E>::type pair[2];
+    __builtin_memcpy(pair, &src[(origin.y + r) * elements_per_row + origin.x + c0], sizeof pair);
+    d.v[r][c0] = (T)pair[0];
+    d.v[r][c0 + 1] = (T)pair[1];
+    return;
+  }
+  for (unsigned k = 0; k < 2; ++k) d.v[r][c0 + k] = (T)src[(origin.y + c0 + k) * elements_per_row + origin.x + r];
+}
+
+// Lane `lane`'s part of simdgroup_store (same accesses as the fiber path's).
+template<class T, class P>
+inline void sg_store(unsigned lane, const sg_matrix<T>& m, P dst, ulong elements_per_row = 8,
+                     ulong2 origin = ulong2(0, 0), bool transpose = false) {
+  typedef __remove_cvref(decltype(*dst)) E;
+  const unsigned r = sg_row(lane), c0 = sg_col0(lane);
+  for (unsigned k = 0; k < 2; ++k) {
+    ulong row = transpose ? c0 + k : r, col = transpose ? r : c0 + k;
+    dst[(origin.y + row) * elements_per_row + origin.x + col] = (typename strip_space<E>::type)m.v[r][c0 + k];
+  }
+}
+
+// d = a * b + c (c null: + 0.0f). d may be a, b or c.
+template<class TD, class TA, class TB, class TC>
+TMPS_SHIM_TRUSTED inline void sg_multiply(sg_matrix<TD>& d, const sg_matrix<TA>& a, const sg_matrix<TB>& b,
+                                          const sg_matrix<TC>* c) {
+  typedef float row8 __attribute__((ext_vector_type(8)));
+  row8 bv[8];  // bv[i]: row i of B
+  for (unsigned i = 0; i < 8; ++i)
+    for (unsigned k = 0; k < 8; ++k) bv[i][k] = (float)b.v[i][k];
+  TD out[8][8];
+  for (unsigned r = 0; r < 8; ++r) {
+    row8 acc = 0.0f;
+    for (unsigned i = 0; i < 8; ++i) acc += (float)a.v[r][i] * bv[i];
+    for (unsigned k = 0; k < 8; ++k) out[r][k] = (TD)(acc[k] + (c ? (float)c->v[r][k] : 0.0f));
+  }
+  __builtin_memcpy(d.v, out, sizeof out);
+}
+template<class TD, class TA, class TB, class TC>
+inline void sg_mma(sg_matrix<TD>& d, const sg_matrix<TA>& a, const sg_matrix<TB>& b, const sg_matrix<TC>& c) {
+  sg_multiply(d, a, b, &c);
+}
+template<class TD, class TA, class TB>
+inline void sg_mul(sg_matrix<TD>& d, const sg_matrix<TA>& a, const sg_matrix<TB>& b) {
+  sg_multiply(d, a, b, (const sg_matrix<TD>*)nullptr);
+}
+}  // namespace tmps_sim
+
 #endif
