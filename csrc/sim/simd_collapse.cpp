@@ -552,6 +552,9 @@ class Rewriter {
   void analyse(const Stmt& body) {
     collect(body);
     collect_for(body);
+    for (size_t k = body.b; k < body.e; ++k)
+      if (c_.ident(k) && is_local(t_[k].text) && !(k > 0 && (c_.is(k - 1, ".") || c_.is(k - 1, "->") || c_.is(k - 1, "::"))))
+        uses_[t_[k].text].push_back(k);
     do {
       changed_ = false;
       for (const auto& r : init_ranges_)
@@ -564,7 +567,7 @@ class Rewriter {
 
   bool arrayed(const std::string& n) const {
     auto it = locals_.find(n);
-    return it != locals_.end() && !it->second.uniform && !it->second.lane_local;
+    return it != locals_.end() && !it->second.uniform && !it->second.lane_local && !scalars_.count(n);
   }
 
   std::string render(size_t b, size_t e, bool lane) const {
@@ -624,10 +627,42 @@ class Rewriter {
     if (s.kind == Stmt::Simple && s.is_decl && arrayed(t_[s.name].text)) {
       if (!s.init) return "";
       if (c_.is(s.init, "{")) refuse("a brace initialiser of a lane value");
-      return line_of(s.b) + t_[s.name].text + "[tmps_l] = " + render(s.init, s.e - 1, true) + ";\n";
+      return line_of(s.b) + t_[s.name].text + "[tmps_l] = " + render_value(s.init, s.e - 1) + ";\n";
     }
     check_jumps(s, 0);
+    if (s.kind == Stmt::Simple && s.is_decl && s.init && !c_.is(s.init, "{"))
+      return line_of(s.b) + render(s.b, s.init, true) + " " + render_value(s.init, s.e - 1) + ";\n";
+    if (s.kind == Stmt::Simple && !s.is_decl && c_.ident(s.b) && c_.is(s.b + 1, "="))
+      return line_of(s.b) + render(s.b, s.b + 2, true) + " " + render_value(s.b + 2, s.e - 1) + ";\n";
     return line_of(s.b) + render(s.b, s.e, true) + "\n";
+  }
+  // A value per lane: `c ? x : y` of two locals or numbers as ::tmps_sim::pick (tmps_metal_simd.h).
+  std::string render_value(size_t b, size_t e) const {
+    size_t q = 0, colon = 0;
+    int depth = 0;
+    for (size_t k = b; k < e; ++k) {
+      if (c_.is(k, "(") || c_.is(k, "[") || c_.is(k, "{")) ++depth;
+      if (c_.is(k, ")") || c_.is(k, "]") || c_.is(k, "}")) --depth;
+      if (depth != 0) continue;
+      if (c_.is(k, "?")) {
+        if (q) return render(b, e, true);
+        q = k;
+      }
+      if (c_.is(k, ":") && q && !colon) colon = k;
+      if (c_.is(k, ",") || is_assign(t_[k])) return render(b, e, true);
+    }
+    auto plain = [&](size_t k) {  // a number, or a local scalar, vector or pointer (not a reference or an array)
+      if (t_[k].kind == T::Number) return true;
+      if (!c_.ident(k) || !is_local(t_[k].text) || is_matrix(k)) return false;
+      const Stmt* d = locals_.at(t_[k].text).decl;
+      if (d->kind != Stmt::Simple) return true;  // a for loop's counter
+      for (size_t q = d->b; q < d->name; ++q)
+        if (c_.is(q, "&") || c_.is(q, "&&")) return false;
+      return !c_.is(d->name + 1, "[");
+    };
+    if (!q || !colon || q == b || colon != q + 2 || e != colon + 2 || !plain(q + 1) || !plain(colon + 1))
+      return render(b, e, true);
+    return "::tmps_sim::pick(" + render(b, q, true) + ", " + render(q + 1, q + 2, true) + ", " + render(colon + 1, e, true) + ")";
   }
   // break/continue must stay inside the lane loop; return is refused there.
   void check_jumps(const Stmt& s, int loops) const {
@@ -642,6 +677,18 @@ class Rewriter {
 
   void flush(std::vector<const Stmt*>& region, std::string& out) const {
     if (region.empty()) return;
+    // A lane value declared and used in this region only stays a local of the lane loop (a
+    // register), not an array of 32.
+    for (const Stmt* s : region) {
+      if (!(s->kind == Stmt::Simple && s->is_decl && arrayed(t_[s->name].text))) continue;
+      bool inside = true;
+      for (size_t k : uses_.at(t_[s->name].text)) {
+        bool in = false;
+        for (const Stmt* r : region) in = in || (k >= r->b && k < r->e);
+        inside = inside && in;
+      }
+      if (inside) scalars_.insert(t_[s->name].text);
+    }
     std::string body;
     for (const Stmt* s : region) {
       if (s->kind == Stmt::Simple && s->is_decl && arrayed(t_[s->name].text)) out += hoisted(*s);
@@ -664,6 +711,12 @@ class Rewriter {
       }
       if (s.kind == Stmt::Return) {
         if (!(top && i + 1 == list.size())) refuse("a `return` before the end of the kernel");
+        continue;
+      }
+      if (whole_matrix(s)) {  // once for the SIMD-group (tmps_metal_matrix.h, sg_load_all)
+        flush(region, out);
+        out += line_of(s.b) + "::tmps_sim::" + (t_[s.b].text == "simdgroup_load" ? "sg_load_all" : "sg_store_all") +
+               "(tmps_lane_now, " + render(s.b + 2, s.e, false) + "\n";
         continue;
       }
       if (!s.sync) {
@@ -713,6 +766,14 @@ class Rewriter {
       }
     }
     flush(region, out);
+  }
+
+  // `simdgroup_load(m, ...);` or `simdgroup_store(m, ...);` whose other operands are the same in
+  // every lane: the whole matrix at once.
+  bool whole_matrix(const Stmt& s) const {
+    if (s.kind != Stmt::Simple || s.is_decl || !(c_.is(s.b, "simdgroup_load") || c_.is(s.b, "simdgroup_store"))) return false;
+    if (!c_.is(s.b + 1, "(") || c_.match(s.b + 1) + 2 != s.e || !is_matrix(s.b + 2) || !c_.is(s.b + 3, ",")) return false;
+    return uniform_range(s.b + 4, s.e - 2, false);
   }
 
   // Run once for the SIMD-group, a matrix is only declared (and filled).
@@ -813,6 +874,8 @@ class Rewriter {
   std::set<std::string> linear_tids_;  // parameters holding thread_index_in_threadgroup
   std::set<std::string> matrices_;     // simdgroup_matrix locals: one whole matrix per SIMD-group
   std::map<std::string, Local> locals_;
+  std::map<std::string, std::vector<size_t>> uses_;  // a local's name tokens, in the body
+  mutable std::set<std::string> scalars_;            // lane values local to one region (flush)
   std::map<const Stmt*, std::string> for_decls_;
   std::vector<std::pair<std::string, std::pair<size_t, size_t>>> init_ranges_;
   bool changed_ = false;

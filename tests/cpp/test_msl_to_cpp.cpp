@@ -138,7 +138,7 @@ TEST(SimdCollapse, RefusalsSayWhy) {
 }
 
 TEST(SimdCollapse, SimdgroupMatricesCollapseWhole) {
-  const std::string body = "  simdgroup_float8x8 a;\n  simdgroup_load(a, x, 8);\n"
+  const std::string body = "  simdgroup_float8x8 a;\n  simdgroup_load(a, x + lane, 8);\n"
                            "  simdgroup_float8x8 c = make_filled_simdgroup_matrix<float, 8, 8>(1.0f);\n"
                            "  for (uint i = 0; i < n; ++i) simdgroup_multiply_accumulate(c, a, a, c);\n"
                            "  simdgroup_store(c, x, 8);";
@@ -148,14 +148,17 @@ TEST(SimdCollapse, SimdgroupMatricesCollapseWhole) {
                           "              uint lane [[thread_index_in_simdgroup]]) {\n" + body + "\n}\n";
   const std::string cpp = translate_for_simulator(src, "c.metal").cpp;
   const std::string fn = cpp.substr(cpp.find("tmps_sg_fn_0"));
-  // whole matrices; the load and store per lane, the multiply once (outside the lane loops)
+  // whole matrices; the load (per lane: its address differs between lanes) in a lane loop, the
+  // multiply once (outside the lane loops), the store of the whole matrix at once (its operands
+  // are the same in every lane)
   EXPECT_NE(fn.find("::tmps_sim::sg_matrix<float> a ;"), std::string::npos) << fn;
-  EXPECT_NE(fn.find("::tmps_sim::sg_load ( tmps_l , a , x , 8 )"), std::string::npos) << fn;
-  EXPECT_NE(fn.find("::tmps_sim::sg_store ( tmps_l , c , x , 8 )"), std::string::npos) << fn;
+  EXPECT_NE(fn.find("::tmps_sim::sg_load ( tmps_l , a , x + lane[tmps_l] , 8 )"), std::string::npos) << fn;
+  EXPECT_NE(fn.find("::tmps_sim::sg_store_all(tmps_lane_now, c , x , 8 )"), std::string::npos) << fn;
   const size_t mma = fn.find("::tmps_sim::sg_mma ( c , a , a , c )");
   ASSERT_NE(mma, std::string::npos) << fn;
   const std::string before = fn.substr(0, mma);
   EXPECT_EQ(before.rfind("for (unsigned tmps_l"), before.find("for (unsigned tmps_l")) << fn;  // one lane loop (the load's), closed
+  EXPECT_EQ(fn.substr(mma).find("for (unsigned tmps_l"), std::string::npos) << fn;
 }
 
 // `tid >> 5` of the linear thread index is the SIMD-group's index: uniform, unless an operator

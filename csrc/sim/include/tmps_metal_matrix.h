@@ -336,6 +336,41 @@ template<class T, int R, int C> TMPS_SHIM_TRUSTED inline sg_matrix_rc<T, R, C> s
   return m;
 }
 
+// A whole-matrix load or store with arguments the same in every lane (the rewrite emits it once,
+// between lane loops): when memcheck's fast check passes each row the matrix touches (no report),
+// the elements are copied unchecked in the lanes' order; otherwise the lanes run one by one,
+// checked, highest first, naming the lane that faults (`lane_now`, the collapsed kernel's).
+#if defined(TMPS_SIM_MEMCHECK) && TMPS_SIM_MEMCHECK && !defined(TMPS_SIM_STRICT)
+extern "C" __attribute__((visibility("hidden"))) bool tmps_mc_probe(__UINTPTR_TYPE__ a, __UINTPTR_TYPE__ n);
+#define TMPS_MC_PROBE(a, n) tmps_mc_probe((__UINTPTR_TYPE__)(a), (__UINTPTR_TYPE__)(n))
+#else
+#define TMPS_MC_PROBE(a, n) true
+#endif
+template<class P> TMPS_SHIM_TRUSTED inline bool sg_lines_ok(P p, ulong elements_per_row, ulong2 origin) {
+  typedef typename strip_space<__remove_cvref(decltype(*p))>::type E;
+  for (unsigned r = 0; r < 8; ++r)
+    if (!TMPS_MC_PROBE(&p[(origin.y + r) * elements_per_row + origin.x], 8 * sizeof(E))) return false;
+  return true;
+}
+template<class T, class P>
+TMPS_SHIM_TRUSTED inline void sg_copy_in(sg_matrix<T>& d, P src, ulong elements_per_row, ulong2 origin, bool transpose) {
+  for (unsigned r = 0; r < 8; ++r)
+    for (unsigned c = 0; c < 8; ++c)
+      d.v[r][c] = (T)(transpose ? src[(origin.y + c) * elements_per_row + origin.x + r]
+                                : src[(origin.y + r) * elements_per_row + origin.x + c]);
+}
+template<class T, class P>
+TMPS_SHIM_TRUSTED inline void sg_copy_out(const sg_matrix<T>& m, P dst, ulong elements_per_row, ulong2 origin, bool transpose) {
+  typedef typename strip_space<__remove_cvref(decltype(*dst))>::type E;
+  for (unsigned l = 32; l-- > 0;) {  // the lanes' order: overlapping rows end as on fibers
+    const unsigned r = mat_row(l), c0 = mat_col0(l);
+    for (unsigned k = 0; k < 2; ++k) {
+      ulong row = transpose ? c0 + k : r, col = transpose ? r : c0 + k;
+      dst[(origin.y + row) * elements_per_row + origin.x + col] = (E)m.v[r][c0 + k];
+    }
+  }
+}
+
 // Lane `lane`'s part of simdgroup_load (same accesses as the fiber path's).
 template<class T, class P>
 inline void sg_load(unsigned lane, sg_matrix<T>& d, P src, ulong elements_per_row = 8, ulong2 origin = ulong2(0, 0),
@@ -361,6 +396,31 @@ inline void sg_store(unsigned lane, const sg_matrix<T>& m, P dst, ulong elements
   for (unsigned k = 0; k < 2; ++k) {
     ulong row = transpose ? c0 + k : r, col = transpose ? r : c0 + k;
     dst[(origin.y + row) * elements_per_row + origin.x + col] = (typename strip_space<E>::type)m.v[r][c0 + k];
+  }
+}
+
+template<class T, class P>
+inline void sg_load_all(tmps_u32& lane_now, sg_matrix<T>& d, P src, ulong elements_per_row = 8,
+                        ulong2 origin = ulong2(0, 0), bool transpose = false) {
+  if (sg_lines_ok(src, elements_per_row, origin)) {  // (transposed: the lines are columns)
+    sg_copy_in(d, src, elements_per_row, origin, transpose);
+    return;
+  }
+  for (unsigned l = 32; l-- > 0;) {
+    lane_now = l;
+    sg_load(l, d, src, elements_per_row, origin, transpose);
+  }
+}
+template<class T, class P>
+inline void sg_store_all(tmps_u32& lane_now, const sg_matrix<T>& m, P dst, ulong elements_per_row = 8,
+                         ulong2 origin = ulong2(0, 0), bool transpose = false) {
+  if (sg_lines_ok(dst, elements_per_row, origin)) {
+    sg_copy_out(m, dst, elements_per_row, origin, transpose);
+    return;
+  }
+  for (unsigned l = 32; l-- > 0;) {
+    lane_now = l;
+    sg_store(l, m, dst, elements_per_row, origin, transpose);
   }
 }
 

@@ -79,6 +79,13 @@ TMPS_MC_FN void* __asan_memset(void* d, int c, __SIZE_TYPE__ n) {
   for (__SIZE_TYPE__ i = 0; i < n; ++i) dp[i] = (unsigned char)c;
   return d;
 }
+// Whether [a, a + n) passes the fast check, without a report (a whole simdgroup_matrix load or
+// store of a collapsed kernel, tmps_metal_matrix.h: unchecked copy if so). Never with the race
+// check or interleaving on: their accesses must reach the runtime.
+TMPS_MC_FN bool tmps_mc_probe(__UINTPTR_TYPE__ a, __UINTPTR_TYPE__ n) {
+  const tmps_sim_memcheck* m = tmps_sim_mc;
+  return m && !m->checks && tmps_mc_fast(a, n);
+}
 // Called before a noreturn call (the runtime's fail()): nothing to unpoison here.
 TMPS_MC_FN void __asan_handle_no_return(void) {}
 

@@ -80,6 +80,11 @@ struct sg_ctx {
 TMPS_SHIM_TRUSTED inline void publish_lane(const volatile tmps_u32** at, const tmps_u32* lane) { *at = lane; }
 // The lanes' positions into the collapsed kernel's own array (the runtime's memory, not checked).
 template<class T> TMPS_SHIM_TRUSTED inline void copy_lanes(T (&dst)[32], const T* src) { __builtin_memcpy(dst, src, sizeof dst); }
+// `c ? a : b` of a collapsed kernel's lane values, both read first (reading a lane value is always
+// safe): the compiler then selects between values. The conditional of two array elements is an
+// lvalue, compiled as a load from a select of their addresses, which memcheck cannot prove to be
+// the kernel's own stack: a checked load per lane (most of a scan's run time).
+template<class C, class A, class B> inline __remove_cvref(decltype(true ? A() : B())) pick(C c, A a, B b) { return c ? a : b; }
 
 // simd_shuffle_xor of a collapsed kernel's whole SIMD-group (every lane present: the scheduler
 // collapses full SIMD-groups only): lane l gets lane l ^ (mask & 31)'s value, as grp<32>::shuffle_xor.
