@@ -181,3 +181,20 @@ TEST(SimdCollapse, SimdgroupIndexFromLinearThreadIndex) {
               std::string::npos)
         << w;
 }
+
+// A lane value used in one region only stays a local of its lane loop; one that crosses a
+// SIMD-group function is an array of 32. `c ? x : y` of lane values selects values (pick).
+TEST(SimdCollapse, RegionLocalValuesStayScalars) {
+  const std::string src = "#include <metal_stdlib>\nusing namespace metal;\n"
+                          "kernel void k(device float* x [[buffer(0)]], uint lane [[thread_index_in_simdgroup]]) {\n"
+                          "  float v = x[lane];\n  float w = v * 2.0f;\n  bool odd = (lane & 1u) != 0u;\n"
+                          "  float s = simd_sum(w);\n  float t = odd ? s : w;\n  float u = t + 1.0f;\n  x[lane] = u;\n}\n";
+  auto t = translate_for_simulator(src, "c.metal");
+  ASSERT_EQ(t.collapse.at(0), "collapsed");
+  const std::string fn = t.cpp.substr(t.cpp.find("tmps_sg_fn_0"));
+  EXPECT_EQ(fn.find("v[32]"), std::string::npos) << fn;  // v: before the sum only
+  EXPECT_NE(fn.find("w[32]"), std::string::npos) << fn;  // w: the sum's operand, and after it
+  EXPECT_NE(fn.find("odd[32]"), std::string::npos) << fn;
+  EXPECT_EQ(fn.find("u[32]"), std::string::npos) << fn;
+  EXPECT_NE(fn.find("float t = ::tmps_sim::pick(odd[tmps_l], s[tmps_l], w[tmps_l]);"), std::string::npos) << fn;
+}

@@ -348,6 +348,11 @@ extern "C" __attribute__((visibility("hidden"))) bool tmps_mc_probe(__UINTPTR_TY
 #endif
 template<class P> TMPS_SHIM_TRUSTED inline bool sg_lines_ok(P p, ulong elements_per_row, ulong2 origin) {
   typedef typename strip_space<__remove_cvref(decltype(*p))>::type E;
+  // first the span from the first row's start to the last row's end (one probe: rows lie in one
+  // buffer), then row by row
+  const __UINTPTR_TYPE__ lo = (__UINTPTR_TYPE__)&p[origin.y * elements_per_row + origin.x];
+  const __UINTPTR_TYPE__ hi = (__UINTPTR_TYPE__)&p[(origin.y + 7) * elements_per_row + origin.x] + 8 * sizeof(E);
+  if (hi > lo && TMPS_MC_PROBE(lo, hi - lo)) return true;
   for (unsigned r = 0; r < 8; ++r)
     if (!TMPS_MC_PROBE(&p[(origin.y + r) * elements_per_row + origin.x], 8 * sizeof(E))) return false;
   return true;
