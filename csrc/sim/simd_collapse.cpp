@@ -318,6 +318,7 @@ class Rewriter {
   }
 
   bool is_local(const std::string& n) const { return locals_.count(n) != 0; }
+  bool pure(const std::string& f) const { return pure_functions().count(f) || pure_helpers_.count(f); }
   bool is_matrix(size_t k) const {
     return c_.ident(k) && matrices_.count(t_[k].text) && !(k > 0 && (c_.is(k - 1, ".") || c_.is(k - 1, "->") || c_.is(k - 1, "::")));
   }
@@ -363,7 +364,7 @@ class Rewriter {
         }
         if (k > b && (c_.is(k - 1, ".") || c_.is(k - 1, "->"))) continue;
         if (k > b && c_.is(k - 1, "::")) {
-          if (c_.is(k + 1, "(") && !pure_functions().count(x.text)) return false;
+          if (c_.is(k + 1, "(") && !pure(x.text)) return false;
           continue;
         }
         if (simdgroup_index_at(k)) {
@@ -377,7 +378,7 @@ class Rewriter {
           continue;
         }
         if (params_.count(x.text)) continue;
-        if ((c_.is(k + 1, "(") || c_.is(k + 1, "<")) && !pure_functions().count(x.text)) {
+        if ((c_.is(k + 1, "(") || c_.is(k + 1, "<")) && !pure(x.text)) {
           if (c_.is(k + 1, "<")) continue;  // a comparison with a uniform name, or a template: decided below
           return false;
         }
@@ -416,7 +417,7 @@ class Rewriter {
     }
     // Arguments of calls that are not pure: conservatively written (thread T& parameters).
     for (size_t k = b; k < e; ++k) {
-      if (!c_.ident(k) || !c_.is(k + 1, "(") || pure_functions().count(t_[k].text) || c_.sync_at(k)) continue;
+      if (!c_.ident(k) || !c_.is(k + 1, "(") || pure(t_[k].text) || c_.sync_at(k)) continue;
       if (Collapser::matrix_word(t_[k].text)) continue;  // writes only its matrix (is_matrix), by value otherwise
       const size_t close = c_.match(k + 1);
       for (size_t q = k + 2; q < close; ++q)
@@ -820,7 +821,7 @@ class Rewriter {
           refuse("a SIMD-group function operand read through a pointer");
         if (p == "++" || p == "--") refuse("a SIMD-group function operand with a side effect");
         if (s.is_decl && is_assign(x)) refuse("a SIMD-group function operand with a side effect");
-      } else if (x.kind == T::Ident && c_.is(k + 1, "(") && !pure_functions().count(x.text) && k != at &&
+      } else if (x.kind == T::Ident && c_.is(k + 1, "(") && !pure(x.text) && k != at &&
                  !(k > from && c_.is(k - 1, "::"))) {
         refuse("a call of '" + x.text + "' beside a SIMD-group function");
       }
@@ -872,6 +873,7 @@ class Rewriter {
   const std::vector<Tok>& t_;
   std::set<std::string> vparams_, params_;
   std::set<std::string> linear_tids_;  // parameters holding thread_index_in_threadgroup
+  std::set<std::string> pure_helpers_;  // the source's own functions that are pure (pure_helpers)
   std::set<std::string> matrices_;     // simdgroup_matrix locals: one whole matrix per SIMD-group
   std::map<std::string, Local> locals_;
   std::map<std::string, std::vector<size_t>> uses_;  // a local's name tokens, in the body
@@ -889,6 +891,65 @@ std::string quoted(const std::string& s) {
     out += c;
   }
   return out + "\"";
+}
+
+// The source's functions outside the kernels whose results depend on their arguments alone:
+// parameters by value (no pointer, reference, array or address space), a body without memory
+// access ([, ->, unary * or &), address spaces or statics, calling only pure functions (to a
+// fixpoint: helpers call helpers). MSL has no writable program-scope variables. Such a call may
+// run once for the SIMD-group (the compiler's integer division helpers in loop bounds).
+std::set<std::string> pure_helpers(const Collapser& c, const std::vector<std::pair<size_t, size_t>>& kernel_bodies) {
+  struct Fn { std::string name; size_t pb, pe, bb, be; };
+  std::vector<Fn> fns;
+  int depth = 0;
+  for (size_t i = 0; i < c.t_.size(); ++i) {
+    if (c.is(i, "{")) {
+      if (depth == 0 && i > 0 && c.is(i - 1, ")")) {
+        bool kernel = false;
+        for (const auto& r : kernel_bodies) kernel = kernel || r.first == i;
+        size_t open = i - 1;
+        int d = 0;
+        for (;; --open) {  // the '(' of the parameter list
+          if (c.is(open, ")")) ++d;
+          if (c.is(open, "(") && --d == 0) break;
+          if (open == 0) break;
+        }
+        if (!kernel && open > 0 && c.ident(open - 1)) fns.push_back({c.t_[open - 1].text, open + 1, i - 1, i + 1, c.match(i)});
+      }
+      ++depth;
+    } else if (c.is(i, "}")) {
+      --depth;
+    }
+  }
+  static const std::set<std::string> banned = {"device", "threadgroup", "constant", "thread", "static", "asm", "volatile"};
+  std::set<std::string> pure;
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (const Fn& f : fns) {
+      if (pure.count(f.name)) continue;
+      bool ok = true;
+      for (size_t k = f.pb; k < f.pe && ok; ++k)
+        ok = !(c.is(k, "*") || c.is(k, "&") || c.is(k, "&&") || c.is(k, "[") || (c.ident(k) && banned.count(c.t_[k].text)));
+      for (size_t k = f.bb; k < f.be && ok; ++k) {
+        const Tok& x = c.t_[k];
+        if (c.is(k, "[") || c.is(k, "->") || (c.ident(k) && banned.count(x.text))) ok = false;
+        if ((c.is(k, "*") || c.is(k, "&")) && k > 0) {  // unary: after an operator or an opening
+          const Tok& p = c.t_[k - 1];
+          if (!(p.kind == T::Ident || p.kind == T::Number || c.is(k - 1, ")") || c.is(k - 1, "]"))) ok = false;
+          if (p.kind == T::Ident && p.text == "return") ok = false;
+        }
+        if (x.kind == T::Ident && c.is(k + 1, "(") && !(k > 0 && (c.is(k - 1, ".") || c.is(k - 1, "->"))) &&
+            !pure_functions().count(x.text) && !pure.count(x.text) && x.text != "if" && x.text != "while" &&
+            x.text != "for" && x.text != "return" && x.text != "switch" && x.text != "sizeof")
+          ok = false;
+      }
+      if (ok) {
+        pure.insert(f.name);
+        changed = true;
+      }
+    }
+  }
+  return pure;
 }
 
 // The kernel's definition: `NAME (` ... `)` `{`, preceded by `void`. Returns the '(' index.
@@ -1007,6 +1068,7 @@ SimdCollapse collapse_kernel(const std::string& src, const KernelDecl& kd, const
     size_t i = body_open;
     std::unique_ptr<Stmt> body = c.parse(i, body_close + 1);
     Rewriter r(c, vparams, params, linear_tids);
+    r.pure_helpers_ = pure_helpers(c, bodies);
     r.file_lit_ = quoted(filename);
     r.analyse(*body);
     std::vector<const Stmt*> top;

@@ -198,3 +198,29 @@ TEST(SimdCollapse, RegionLocalValuesStayScalars) {
   EXPECT_EQ(fn.find("u[32]"), std::string::npos) << fn;
   EXPECT_NE(fn.find("float t = ::tmps_sim::pick(odd[tmps_l], s[tmps_l], w[tmps_l]);"), std::string::npos) << fn;
 }
+
+// The source's own pure functions (by-value parameters, no memory access, calling only pure
+// functions) may run once for the SIMD-group: a loop bound through one is uniform; a helper that
+// reads memory is not.
+TEST(SimdCollapse, PureHelpersAreUniform) {
+  auto with = [](const std::string& helpers, const std::string& bound) {
+    const std::string src = "#include <metal_stdlib>\nusing namespace metal;\n" + helpers +
+                            "kernel void k(device float* x [[buffer(0)]], constant int& n [[buffer(1)]],\n"
+                            "              uint lane [[thread_index_in_simdgroup]]) {\n"
+                            "  int m = " + bound + ";\n  float v = x[lane];\n"
+                            "  for (int i = 0; i < m; ++i) v = simd_sum(v);\n  x[lane] = v;\n}\n";
+    return translate_for_simulator(src, "c.metal").collapse.at(0);
+  };
+  const std::string div = "inline int divsi(int a, int b) {\n  if (b == 0) return 0;\n  return a / b;\n}\n"
+                          "inline int ceildiv(int a, int b) { int q = divsi(a, b); return (q * b != a) ? q + 1 : q; }\n";
+  EXPECT_EQ(with(div, "ceildiv(n, 64)"), "collapsed");
+  EXPECT_NE(with("inline int first(device const int* p) { return p[0]; }\n", "first((device const int*)x)")
+                .find("control flow that differs between lanes"),
+            std::string::npos);
+  EXPECT_NE(with("constant int table[2] = {1, 2};\ninline int pick2(int i) { return table[i & 1]; }\n", "pick2(n)")
+                .find("control flow that differs between lanes"),
+            std::string::npos);
+  EXPECT_NE(with("inline int plus1(thread const int& a) { return a + 1; }\n", "plus1(n)")
+                .find("control flow that differs between lanes"),
+            std::string::npos);  // a reference parameter: not taken as pure
+}
