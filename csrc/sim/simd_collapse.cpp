@@ -922,11 +922,14 @@ std::set<std::string> pure_helpers(const Collapser& c, const std::vector<std::pa
     }
   }
   static const std::set<std::string> banned = {"device", "threadgroup", "constant", "thread", "static", "asm", "volatile"};
+  // By name (a call does not say which overload): a name is pure when all its definitions are.
   std::set<std::string> pure;
+  std::vector<bool> fn_pure(fns.size(), false);
   for (bool changed = true; changed;) {
     changed = false;
-    for (const Fn& f : fns) {
-      if (pure.count(f.name)) continue;
+    for (size_t fi = 0; fi < fns.size(); ++fi) {
+      const Fn& f = fns[fi];
+      if (fn_pure[fi]) continue;
       bool ok = true;
       for (size_t k = f.pb; k < f.pe && ok; ++k)
         ok = !(c.is(k, "*") || c.is(k, "&") || c.is(k, "&&") || c.is(k, "[") || (c.ident(k) && banned.count(c.t_[k].text)));
@@ -944,7 +947,10 @@ std::set<std::string> pure_helpers(const Collapser& c, const std::vector<std::pa
           ok = false;
       }
       if (ok) {
-        pure.insert(f.name);
+        fn_pure[fi] = true;
+        bool all = true;
+        for (size_t gi = 0; gi < fns.size(); ++gi) all = all && (fns[gi].name != f.name || fn_pure[gi]);
+        if (all) pure.insert(f.name);
         changed = true;
       }
     }

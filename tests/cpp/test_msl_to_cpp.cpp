@@ -223,4 +223,9 @@ TEST(SimdCollapse, PureHelpersAreUniform) {
   EXPECT_NE(with("inline int plus1(thread const int& a) { return a + 1; }\n", "plus1(n)")
                 .find("control flow that differs between lanes"),
             std::string::npos);  // a reference parameter: not taken as pure
+  // an overload that reads memory makes the name impure
+  EXPECT_NE(with("inline int get(int a) { return a; }\ninline int get(device const int* p) { return p[0]; }\n",
+                 "get((device const int*)x)")
+                .find("control flow that differs between lanes"),
+            std::string::npos);
 }
