@@ -119,6 +119,16 @@ class Collapser {
     refuse("unbalanced brackets");
   }
 
+  // Unary * or & at k (not multiplication / bitwise and), in a range starting at b: the token
+  // before is an operator.
+  bool unary_at(size_t k, size_t b) const {
+    if (k == b) return true;
+    const Tok& p = t_[k - 1];
+    if (p.kind == T::Ident) return p.text == "return";
+    if (p.kind == T::Number || p.kind == T::Literal) return false;
+    return !(p.text == ")" || p.text == "]");
+  }
+
   // A call or use of a synchronising name: barriers, SIMD-/quad-group functions, simdgroup_matrix
   // multiplies. (simdgroup_matrix types, loads and stores are per-lane: matrix_word.)
   bool sync_at(size_t i) const {
@@ -342,14 +352,7 @@ class Rewriter {
     return p.kind == T::Punct && before.count(p.text) && n.kind == T::Punct && after.count(n.text);
   }
 
-  // Unary * or & (not multiplication / bitwise and): the token before is an operator.
-  bool unary_at(size_t k, size_t b) const {
-    if (k == b) return true;
-    const Tok& p = t_[k - 1];
-    if (p.kind == T::Ident) return p.text == "return";
-    if (p.kind == T::Number || p.kind == T::Literal) return false;
-    return !(p.text == ")" || p.text == "]");
-  }
+  bool unary_at(size_t k, size_t b) const { return c_.unary_at(k, b); }
 
   // May tokens [b, e) run once for the SIMD-group? (No lane-varying name, no memory read, no
   // call but the pure ones.) `allow_assign`: assignments to uniform locals allowed.
@@ -936,11 +939,7 @@ std::set<std::string> pure_helpers(const Collapser& c, const std::vector<std::pa
       for (size_t k = f.bb; k < f.be && ok; ++k) {
         const Tok& x = c.t_[k];
         if (c.is(k, "[") || c.is(k, "->") || (c.ident(k) && banned.count(x.text))) ok = false;
-        if ((c.is(k, "*") || c.is(k, "&")) && k > 0) {  // unary: after an operator or an opening
-          const Tok& p = c.t_[k - 1];
-          if (!(p.kind == T::Ident || p.kind == T::Number || c.is(k - 1, ")") || c.is(k - 1, "]"))) ok = false;
-          if (p.kind == T::Ident && p.text == "return") ok = false;
-        }
+        if ((c.is(k, "*") || c.is(k, "&")) && c.unary_at(k, f.bb)) ok = false;
         if (x.kind == T::Ident && c.is(k + 1, "(") && !(k > 0 && (c.is(k - 1, ".") || c.is(k - 1, "->"))) &&
             !pure_functions().count(x.text) && !pure.count(x.text) && x.text != "if" && x.text != "while" &&
             x.text != "for" && x.text != "return" && x.text != "switch" && x.text != "sizeof")

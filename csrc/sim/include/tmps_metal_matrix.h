@@ -25,8 +25,12 @@
 #include "tmps_metal_simd.h"
 
 namespace tmps_sim {
-TMPS_SHIM_TRUSTED inline unsigned mat_row(unsigned l) { unsigned q = l / 4; return (q / 4) * 4 + (l / 2) % 4; }
-TMPS_SHIM_TRUSTED inline unsigned mat_col0(unsigned l) { unsigned q = l / 4; return (q & 2) * 2 + (l % 2) * 2; }
+// The layout above, once: the trusted functions below for the shim's own code, sg_row/sg_col0
+// (collapsed kernels) for instrumented code (clang inlines only between like attributes).
+#define TMPS_MAT_ROW(l) ((((l) / 4) / 4) * 4 + ((l) / 2) % 4)
+#define TMPS_MAT_COL0(l) ((((l) / 4) & 2) * 2 + ((l) % 2) * 2)
+TMPS_SHIM_TRUSTED inline unsigned mat_row(unsigned l) { return TMPS_MAT_ROW(l); }
+TMPS_SHIM_TRUSTED inline unsigned mat_col0(unsigned l) { return TMPS_MAT_COL0(l); }
 // Lane and element index holding (row, col): inverse of the layout above.
 TMPS_SHIM_TRUSTED inline unsigned mat_lane(unsigned row, unsigned col) {
   unsigned q = ((row >> 2) << 2) | ((col >> 2) << 1) | ((row >> 1) & 1u);
@@ -325,9 +329,9 @@ template<class T, int R, int C> struct sg_matrix_of {
 };
 // simdgroup_matrix<T, R, C> in a collapsed kernel.
 template<class T, int R, int C> using sg_matrix_rc = typename sg_matrix_of<T, R, C>::type;
-// The layout above without the trusted attribute: pure arithmetic, inlined into the kernel.
-inline unsigned sg_row(unsigned l) { unsigned q = l / 4; return (q / 4) * 4 + (l / 2) % 4; }
-inline unsigned sg_col0(unsigned l) { unsigned q = l / 4; return (q & 2) * 2 + (l % 2) * 2; }
+// The layout without the trusted attribute: pure arithmetic, inlined into the kernel.
+inline unsigned sg_row(unsigned l) { return TMPS_MAT_ROW(l); }
+inline unsigned sg_col0(unsigned l) { return TMPS_MAT_COL0(l); }
 
 template<class T, int R, int C> TMPS_SHIM_TRUSTED inline sg_matrix_rc<T, R, C> sg_filled(T x) {
   sg_matrix<T> m;
