@@ -3,6 +3,7 @@ would shadow each other under one name)."""
 
 from __future__ import annotations
 
+import os
 import re
 
 import numpy as np
@@ -97,3 +98,16 @@ def collapsed_and_fibers(monkeypatch, run):
     monkeypatch.delenv("TRITON_MPS_SIM_COLLAPSE")
     return collapsed, fibers
 
+
+
+def pipeline_cache_stats() -> dict:
+    """The default device's pipeline-cache counters (hits, misses, ...)."""
+    import triton_mps
+
+    return dict(triton_mps.get_device(None).pipeline_cache_stats())
+
+
+def fresh_scale(request, base: float) -> float:
+    """A constexpr value no other test uses (the test's id and the worker's pid): a new MSL text, so
+    a new pipeline and a Triton cache miss. `base` keeps the values of two test files apart."""
+    return base + (hash((request.node.nodeid, os.getpid())) % 100_000) / 1e6

@@ -6,13 +6,12 @@ autotuning) and direct triton.compile calls (Inductor's precompile and compile w
 
 from __future__ import annotations
 
-import os
-
 import pytest
 import torch
 import triton
 import triton.language as tl
 import triton_mps
+from tmps_testing import fresh_scale, pipeline_cache_stats
 from triton import knobs
 from triton.backends.compiler import GPUTarget
 from triton.compiler.compiler import ASTSource
@@ -33,11 +32,6 @@ SIGNATURE = {"x_ptr": "*fp32", "out_ptr": "*fp32", "n": "i32", "SCALE": "constex
 
 def _source(scale: float) -> ASTSource:
     return ASTSource(add_scaled, SIGNATURE, {"SCALE": scale, "BLOCK": 128})
-
-
-def _fresh_scale(request) -> float:
-    # A constexpr no other test uses: a new MSL text, so a new pipeline (and a Triton cache miss).
-    return 2.0 + (hash((request.node.nodeid, os.getpid())) % 100_000) / 1e6
 
 
 def _no_device(monkeypatch) -> list[str]:
@@ -76,10 +70,6 @@ def starts(monkeypatch):
     return queued
 
 
-def _stats() -> dict:
-    return dict(triton_mps.get_device(None).pipeline_cache_stats())
-
-
 def test_the_listener_is_installed():
     listener = knobs.compilation.listener
     assert listener is device.prebuild_after_compile or \
@@ -91,7 +81,7 @@ def test_the_stages_touch_no_device(monkeypatch, request):
     with knobs.compilation.scope():
         knobs.compilation.listener = None  # the stages alone: what starts builds is off
         knobs.compilation.always_compile = True  # every stage runs
-        kernel = triton.compile(_source(_fresh_scale(request)), target=TARGET)
+        kernel = triton.compile(_source(fresh_scale(request, 2.0)), target=TARGET)
     assert touched == []
     msl = kernel.asm["metal"].decode("utf-8")
     assert kernel.name == "add_scaled" and "kernel void add_scaled" in msl
@@ -109,7 +99,7 @@ def test_the_stages_alone_run_without_the_device_module(monkeypatch, request):
     stages: dict = {}
     backend.add_stages(stages, options, _source(1.0).language)
     assert list(stages) == ["ttir", "ttgir", "msl", "metal"]
-    src = _source(_fresh_scale(request))
+    src = _source(fresh_scale(request, 2.0))
     context = ir.context()
     ir.load_dialects(context)
     backend.load_dialects(context)
@@ -125,19 +115,19 @@ def test_the_stages_alone_run_without_the_device_module(monkeypatch, request):
 def test_a_compile_starts_the_build_and_the_launch_uses_it(request, starts):
     if prebuild.workers() == 0:
         pytest.skip("TRITON_MPS_PREBUILD=0")
-    scale = _fresh_scale(request)
+    scale = fresh_scale(request, 2.0)
     x = torch.randn(1000)
     out = torch.full_like(x, float("nan"))
     prebuild.wait_idle()  # builds queued by earlier tests would count here
-    before = _stats()
+    before = pipeline_cache_stats()
     compiled = add_scaled.warmup(x, out, x.numel(), SCALE=scale, BLOCK=128, grid=(8,))  # compiles, does not load
     msl = compiled.asm["metal"].decode("utf-8")
     assert starts == [prebuild.key_of(msl, compiled.name)]  # from the listener, at the end of the compile
     prebuild.wait_idle()
-    built = _stats()
+    built = pipeline_cache_stats()
     assert built["misses"] == before["misses"] + 1, (before, built)  # built in the background
     add_scaled[(8,)](x, out, x.numel(), SCALE=scale, BLOCK=128)
-    after = _stats()
+    after = pipeline_cache_stats()
     assert after["misses"] == built["misses"], "the launch built the pipeline again"
     torch.testing.assert_close(out, (x.double() * scale + 1.0).float())
     assert len(starts) == 1
@@ -149,7 +139,7 @@ def test_a_direct_compile_starts_the_build_as_inductor_does(request, starts):
         pytest.skip("TRITON_MPS_PREBUILD=0")
     with knobs.compilation.scope():
         knobs.compilation.always_compile = True
-        kernel = triton.compile(_source(_fresh_scale(request)), target=TARGET)
+        kernel = triton.compile(_source(fresh_scale(request, 2.0)), target=TARGET)
     assert starts == [prebuild.key_of(kernel.asm["metal"].decode("utf-8"), kernel.name)]
     prebuild.wait_idle()
 
@@ -171,7 +161,7 @@ def test_an_inductor_compile_worker_builds_at_once(monkeypatch, request, starts)
     monkeypatch.setattr(device, "_in_inductor_compile_worker", lambda: True)
     with knobs.compilation.scope():
         knobs.compilation.always_compile = True
-        triton.compile(_source(_fresh_scale(request)), target=TARGET)
+        triton.compile(_source(fresh_scale(request, 2.0)), target=TARGET)
     assert builds == [("add_scaled", True)] and starts == []
 
 
@@ -184,7 +174,7 @@ def test_inductors_cpu_target_starts_the_build_too(request, starts):
         pytest.skip("TRITON_MPS_PREBUILD=0, or the cpu alias is not ours")
     with knobs.compilation.scope():
         knobs.compilation.always_compile = True
-        kernel = triton.compile(_source(_fresh_scale(request)), target=GPUTarget("cpu", 0, 32))
+        kernel = triton.compile(_source(fresh_scale(request, 2.0)), target=GPUTarget("cpu", 0, 32))
     assert starts == [prebuild.key_of(kernel.asm["metal"].decode("utf-8"), kernel.name)]
     prebuild.wait_idle()
 

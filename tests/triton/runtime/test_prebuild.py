@@ -13,7 +13,7 @@ import pytest
 import torch
 import triton
 import triton.language as tl
-import triton_mps
+from tmps_testing import fresh_scale, pipeline_cache_stats
 from triton_mps.backend import prebuild
 
 
@@ -24,29 +24,20 @@ def scaled_copy(x_ptr, out_ptr, n, SCALE: tl.constexpr, BLOCK: tl.constexpr):
     tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) * SCALE, mask=mask)
 
 
-def _stats() -> dict:
-    return dict(triton_mps.get_device(None).pipeline_cache_stats())
-
-
-def _fresh_scale(request) -> float:
-    # A constexpr no other test uses: a new MSL text, so a new pipeline.
-    return 1.0 + (hash((request.node.nodeid, os.getpid())) % 100_000) / 1e6
-
-
 def test_a_compiled_kernel_is_built_before_its_first_launch(request):
     if prebuild.workers() == 0:
         pytest.skip("TRITON_MPS_PREBUILD=0")
-    scale = _fresh_scale(request)
+    scale = fresh_scale(request, 1.0)
     x = torch.randn(1000)
     out = torch.full_like(x, float("nan"))
     prebuild.wait_idle()  # builds queued by earlier tests would count here
-    before = _stats()
+    before = pipeline_cache_stats()
     scaled_copy.warmup(x, out, x.numel(), SCALE=scale, BLOCK=256, grid=(4,))  # compiles, does not load
     prebuild.wait_idle()
-    built = _stats()
+    built = pipeline_cache_stats()
     assert built["misses"] == before["misses"] + 1, (before, built)  # built in the background
     scaled_copy[(4,)](x, out, x.numel(), SCALE=scale, BLOCK=256)
-    after = _stats()
+    after = pipeline_cache_stats()
     assert after["misses"] == built["misses"], "the launch built the pipeline again"
     assert after["hits"] == built["hits"] + 1
     torch.testing.assert_close(out, (x.double() * scale).float())
@@ -54,14 +45,14 @@ def test_a_compiled_kernel_is_built_before_its_first_launch(request):
 
 def test_the_launch_joins_a_build_under_way(request):
     # No wait: the launch comes while the background build may still run; one build either way.
-    scale = _fresh_scale(request)
+    scale = fresh_scale(request, 1.0)
     x = torch.randn(777)
     out = torch.full_like(x, float("nan"))
     prebuild.wait_idle()
-    before = _stats()
+    before = pipeline_cache_stats()
     scaled_copy[(4,)](x, out, x.numel(), SCALE=scale, BLOCK=256)
     prebuild.wait_idle()
-    assert _stats()["misses"] == before["misses"] + 1
+    assert pipeline_cache_stats()["misses"] == before["misses"] + 1
     torch.testing.assert_close(out, (x.double() * scale).float())
 
 
