@@ -231,6 +231,7 @@ def lower(plan: Plan) -> Lowered:
     state.fp_fusion = plan.options.fp_fusion
     state.scratch_budget = plan.options.scratch_limit
     state.coherent = plan.coherent  # every pointer type spelled coherent (coherence.py)
+    state.kernel_func = plan.func
     if plan.coherent:
         use_in(state.helpers, macros.COHERENT)  # first: every pointer type uses it
 

@@ -157,6 +157,11 @@ class KernelState:
         self.coherent = False
         # Results of arith.mulf folded into the fma of their only user: id -> (a, b).
         self.fused_muls: dict[int, tuple] = {}
+        # The public function (driver.lower); its top level runs once per thread.
+        self.kernel_func = None
+        # No threadgroup memory requested yet (LoweringContext.scratch): no thread can still be
+        # reading what an exchange at the kernel's top level would overwrite (scratch_untouched).
+        self.scratch_untouched = True
 
 
 @dataclass(eq=False)
@@ -352,7 +357,15 @@ class LoweringContext:
                 op=op.name if op else "", kernel=self.state.kernel_name, file=op.file if op else "",
                 line=op.line if op else 0)
         self.state.scratch_bytes = max(self.state.scratch_bytes, (nbytes + 15) // 16 * 16)
+        self.state.scratch_untouched = False
         return f"((threadgroup {msl_type}*)tmps_smem)"
+
+    def scratch_untouched(self) -> bool:
+        """Nothing before this point of the kernel's straight-line top level uses threadgroup
+        memory (no earlier exchange, no noinline call, not in a loop or branch): an exchange
+        here needs no barrier before its writes."""
+        return (self.state.scratch_untouched and not self.state.functions_emitted
+                and self.func is self.state.kernel_func and len(self.block_stack) == 1)
 
     def barrier(self) -> None:
         self.e.line("threadgroup_barrier(mem_flags::mem_threadgroup);")

@@ -32,6 +32,41 @@ def is_pointer(msl_t: str) -> bool:
     return msl_t.endswith("*")
 
 
+# Element types whose runs of registers move as one vector access: a threadgroup access is an
+# instruction on Metal and a memcheck call in the simulator. A vector is at most 8 bytes, the
+# alignment the scratch array (`threadgroup ulong tmps_smem_words[]`) declares.
+_VECTOR_ELEMENTS = ("char", "uchar", "short", "ushort", "int", "uint", "half", "bfloat", "float")
+_VECTOR_BYTES = 8
+
+
+def vector_runs(static: list[int | None], thread_mask: int | None, regs: list[int], msl_t: str) -> dict[int, int]:
+    """First register -> width (4 or 2) of the runs of registers in regs whose scratch indices
+    are consecutive and start at a multiple of the width: index(r0 + k) = index(r0) + k when the
+    compile-time parts static[r0 + k] = static[r0] + k (static[r0] a multiple of the width) and
+    the thread's part sets no bit below the width (thread_mask), as the index is their XOR."""
+    if thread_mask is None or msl_t not in _VECTOR_ELEMENTS:
+        return {}
+    runs: dict[int, int] = {}
+    taken: set[int] = set()
+    present = set(regs)
+    for r in regs:
+        if r in taken or static[r] is None:
+            continue
+        for v in (4, 2):
+            if v * MSL_BYTES[msl_t] > _VECTOR_BYTES or thread_mask & (v - 1) or static[r] % v:
+                continue
+            if all(r + k in present and r + k not in taken and static[r + k] == static[r] + k for k in range(v)):
+                runs[r] = v
+                taken.update(range(r, r + v))
+                break
+    return runs
+
+
+def vector_at(buf: str, msl_t: str, v: int, index: str) -> str:
+    """The lvalue of the v-vector of msl_t at element `index` of scratch array buf."""
+    return f"*(threadgroup {msl_t}{v}*)({buf} + ({index}))"
+
+
 def scratch_type(msl_t: str) -> str:
     """The element type of a threadgroup-memory array holding values of MSL type msl_t:
     pointers are kept as their 64-bit address (`threadgroup device T**` is not a type)."""
@@ -152,10 +187,19 @@ def store_to_scratch(ctx: LoweringContext, src: Value, buf: str, base: int = 0) 
     e = ctx.e
     ty = ctx.msl_type(src)
 
+    regs = lay.owned_regs()
+    acc = write_access(ctx, src, base)
+    runs = vector_runs(acc.static, acc.thread_mask, regs, ty)
+    in_run = {r0 + k for r0, v in runs.items() for k in range(1, v)}
+
     def body():
-        for r in lay.owned_regs():
-            idx = ctx.linear_index(lay, r)
-            e.line(f"{buf}[{idx}{f' + {base}u' if base else ''}] = {to_scratch(ty, ctx.expr(src, r))};")
+        for r in regs:
+            if r in runs:
+                v = runs[r]
+                vals = ", ".join(ctx.expr(src, r + k) for k in range(v))
+                e.line(f"{vector_at(buf, ty, v, acc.index[r])} = {ty}{v}({vals});")
+            elif r not in in_run:
+                e.line(f"{buf}[{acc.index[r]}] = {to_scratch(ty, ctx.expr(src, r))};")
 
     with e.guarded(owner):
         body()
@@ -172,15 +216,24 @@ def through_scratch(ctx: LoweringContext, sources: list[tuple[Value, int]], n: i
     ty = ctx.msl_type(dst)
     st = scratch_type(ty)
     rounds, size = windows(n, scratch_bytes(ty), scratch_limit(ctx))
+    untouched = ctx.scratch_untouched()
     buf = ctx.scratch(size * scratch_bytes(ty), st)
     e = ctx.e
     if rounds == 1:
         e.comment(f"{hint}: through threadgroup memory")
-        ctx.barrier()
+        if not untouched:  # other threads may still be reading an earlier exchange
+            ctx.barrier()
         for s, base in sources:
             store_to_scratch(ctx, s, buf, base)
         ctx.barrier()
-        ctx.define(dst, lambda r: from_scratch(ty, f"{buf}[{read_index(r, ctx.coord(dlay, r))}]"), hint=hint)
+        nr = dlay.num_regs
+        statics = [read_static(r) for r in range(nr)] if read_static else [None] * nr
+        reads = {r: f"{buf}[{read_index(r, ctx.coord(dlay, r))}]" for r in range(nr)}
+        for r0, v in vector_runs(statics, read_mask, list(range(nr)), ty).items():
+            vec = e.fresh("vrd")
+            e.line(f"{ty}{v} {vec} = {vector_at(buf, ty, v, read_index(r0, ctx.coord(dlay, r0)))};")
+            reads.update({r0 + k: f"{vec}.{'xyzw'[k]}" for k in range(v)})
+        ctx.define(dst, lambda r: from_scratch(ty, reads[r]), hint=hint)
         return
     e.comment(f"{hint}: through threadgroup memory in {rounds} rounds of {size} elements")
     writes = [(s, write_access(ctx, s, base), [to_scratch(ty, x) for x in ctx.exprs(s)]) for s, base in sources]

@@ -1,0 +1,117 @@
+"""Layout conversions through threadgroup memory (compiler/scratch.py): runs of registers at
+consecutive scratch indices move as one vector access, and an exchange at the kernel's top
+level with no threadgroup memory used before it has no barrier before its writes. Results are
+exact, and the race check (TRITON_MPS_RACECHECK) finds no race where a barrier was left out."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def widen(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    # 16-bit loads and 32-bit stores take different blocked layouts (8 vs 4 per thread): a
+    # ttg.convert_layout through threadgroup memory.
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask, other=0)
+    tl.store(out_ptr + offs, x.to(tl.float32) * 3.0 + 1.0, mask=mask)
+
+
+@triton.jit
+def widen_twice(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    # Two exchanges in a row: the second must wait until every thread has read the first.
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    a = tl.load(x_ptr + offs, mask=mask, other=0).to(tl.float32)
+    tl.store(out_ptr + offs, a, mask=mask)
+    b = tl.load(y_ptr + offs, mask=mask, other=0).to(tl.float32)
+    tl.store(out_ptr + n + offs, a + b, mask=mask)
+
+
+@triton.jit
+def widen_loop(x_ptr, out_ptr, n, ROUNDS: tl.constexpr, STRIDE: tl.constexpr, BLOCK: tl.constexpr):
+    # The exchange inside a loop: iteration i + 1 writes what iteration i read.
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    for i in range(ROUNDS):
+        o = offs + i * STRIDE
+        mask = offs < n
+        x = tl.load(x_ptr + o, mask=mask, other=0)
+        tl.store(out_ptr + o, x.to(tl.float32) - i, mask=mask)
+
+
+def _msl(k) -> str:
+    return k.asm["msl"]
+
+
+def _barriers(msl: str) -> int:
+    return msl.count("threadgroup_barrier(")
+
+
+def _vector_scratch(msl: str) -> set[str]:
+    """The vector types of threadgroup-memory accesses in the kernel."""
+    return set(re.findall(r"\*\(threadgroup (\w+[24])\*\)", msl))
+
+
+@pytest.fixture(params=["0", "1"], ids=["plain", "racecheck"])
+def racecheck(request, monkeypatch):
+    monkeypatch.setenv("TRITON_MPS_RACECHECK", request.param)
+    return request.param == "1"
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.int16, torch.int8])
+@pytest.mark.parametrize("n", [4096, 5000, 37])
+def test_widen_exact(mps_driver, racecheck, dtype, n):
+    dev = mps_driver.get_active_torch_device()
+    g = torch.Generator().manual_seed(n)
+    if dtype.is_floating_point:
+        x = (torch.randn(n, generator=g) * 50).to(dtype)
+    else:
+        x = torch.randint(-100, 100, (n,), generator=g, dtype=dtype)
+    out = torch.full((n,), float("nan"), device=dev)  # poison
+    k = widen[(triton.cdiv(n, 1024),)](x.to(dev), out, n, BLOCK=1024)
+    expect = x.double() * 3.0 + 1.0
+    np.testing.assert_array_equal(out.cpu().double().numpy(), expect.float().double().numpy())
+    msl = _msl(k)
+    # Triton exchanges the 16-bit floats before converting them (4 per 8-byte access) and the
+    # integers after (float: 2 per access).
+    vector = {torch.float16: "half4", torch.bfloat16: "bfloat4", torch.int16: "float2", torch.int8: "float2"}[dtype]
+    assert _vector_scratch(msl) == {vector}
+    assert "] = " not in msl.split("through threadgroup memory")[1].split("threadgroup_barrier")[0]  # no scalar write
+    assert _barriers(msl) == 1  # the first exchange of the kernel: none before its writes
+
+
+def test_second_exchange_keeps_its_barrier(mps_driver, racecheck):
+    dev = mps_driver.get_active_torch_device()
+    n = 3000
+    x = torch.randn(n).half()
+    y = torch.randn(n).half()
+    out = torch.full((2 * n,), float("nan"), device=dev)
+    k = widen_twice[(triton.cdiv(n, 1024),)](x.to(dev), y.to(dev), out, n, BLOCK=1024)
+    xs, ys = x.float(), y.float()
+    assert torch.equal(out.cpu(), torch.cat([xs, xs + ys]))
+    msl = _msl(k)
+    assert msl.count("through threadgroup memory") == 2
+    assert _barriers(msl) == 3  # 1 + 2: the second exchange waits for the first's readers
+
+
+def test_exchange_in_a_loop_keeps_its_barriers(mps_driver, racecheck):
+    dev = mps_driver.get_active_torch_device()
+    n, rounds, stride = 1500, 3, 2048
+    x = torch.randn(stride * rounds).half()
+    out = torch.full((stride * rounds,), float("nan"), device=dev)
+    k = widen_loop[(triton.cdiv(n, 1024),)](x.to(dev), out, n, ROUNDS=rounds, STRIDE=stride, BLOCK=1024)
+    out = out.cpu().view(rounds, stride)
+    x = x.view(rounds, stride)
+    for i in range(rounds):
+        assert torch.equal(out[i, :n], x[i, :n].float() - i)
+        assert out[i, n:].isnan().all()  # masked off: untouched
+    msl = _msl(k)
+    assert "for (" in msl and _vector_scratch(msl) == {"half4"}
+    assert _barriers(msl) == 2  # in a loop: both barriers of its exchange stay
