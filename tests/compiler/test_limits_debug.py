@@ -37,7 +37,7 @@ def test_shared_reports_threadgroup_bytes(block, rounds):
     cm = compile_ttgir(mod, num_warps=4, signature=sig, constants={"B": block}, kernel_name="transpose", context=ctx)
     # The tile goes through threadgroup memory: whole when it fits, else in rounds within 32 KiB.
     assert cm.shared == min(block * block * 4, 32768)
-    assert f"tmps_smem_words[{cm.shared // 8}]" in cm.msl
+    assert f"uint4 tmps_smem_words[{cm.shared // 16}]" in cm.msl
     assert (f"in {rounds} rounds of" in cm.msl) == (rounds > 1)
 
 

@@ -45,6 +45,11 @@ def vec_stores(msl: str) -> int:
     return len(re.findall(r"\*\(device \w+[24]\*\)\(.*\) = ", msl))
 
 
+def alignment_tests(msl: str) -> int:
+    """Vector accesses that test their address's alignment at run time (ops/memory.py)."""
+    return len(re.findall(r"\(\(\(ulong\)\(\w+\)\) & (?:3|7|15)ul\) == 0ul", msl))
+
+
 @triton.jit
 def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr, SHIFT: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
@@ -115,9 +120,11 @@ def test_add_exact(dtype, shift, num_warps):
     else:
         ref = ref.astype(_NP[dtype])
     np.testing.assert_array_equal(_f64(dtype, out), ref.astype(np.float64))
-    # y and out are aligned: vector accesses under the mask. x + 1 is not provably aligned.
+    # y and out are aligned: vector accesses under the mask. x + 1 is not provably aligned: its
+    # vector access also tests the address at run time (and is never taken: scalar loads).
     assert vec_stores(k.msl) > 0
-    assert vec_loads(k.msl) == (2 if shift == 0 else 1), k.msl
+    assert vec_loads(k.msl) == 2, k.msl
+    assert (alignment_tests(k.msl) > 0) == (shift == 1), k.msl
 
 
 def test_no_divisibility_no_vectors():
@@ -179,8 +186,10 @@ def test_2d(divisible):
     k(x, out, stride, grid=1)
     np.testing.assert_array_equal(out.reshape(M, N), x.reshape(M, stride)[:, :N])
     assert vec_stores(k.msl) > 0
-    # Rows start at rm * stride: aligned only when stride is known divisible by 16.
-    assert (vec_loads(k.msl) > 0) == ("stride" in divisible), k.msl
+    # Rows start at rm * stride: aligned only when stride is known divisible by 16; else each
+    # row's vector load tests its address (80 floats: always aligned here, so taken).
+    assert vec_loads(k.msl) > 0
+    assert (alignment_tests(k.msl) > 0) == ("stride" not in divisible), k.msl
 
 
 @triton.jit
@@ -189,9 +198,11 @@ def shifted_copy_kernel(x_ptr, out_ptr, BLOCK: tl.constexpr, SHIFT: tl.constexpr
     tl.store(out_ptr + offs, tl.load(x_ptr + (offs + SHIFT)))
 
 
-@pytest.mark.parametrize("shift, widest", [(2, "float2"), (4, "float4"), (3, None)])
-def test_offset_alignment(shift, widest):
-    # A 16-byte aligned base plus a constant offset: float4 when it keeps 16 bytes, float2 at 8.
+@pytest.mark.parametrize("shift, widest, tested", [(2, "float2", False), (4, "float4", False), (3, "float4", True)])
+def test_offset_alignment(shift, widest, tested):
+    # A 16-byte aligned base plus a constant offset: float4 when it keeps 16 bytes, float2 at 8
+    # (proven: no float4 with a test that would always fail), else a float4 that tests its
+    # address at run time (here never aligned: scalar loads, still exact).
     rng = np.random.default_rng()
     block = 256
     k = compile_div(shifted_copy_kernel, {"x_ptr": "*fp32", "out_ptr": "*fp32", "BLOCK": "constexpr",
@@ -202,4 +213,5 @@ def test_offset_alignment(shift, widest):
     k(x, out, grid=2)
     np.testing.assert_array_equal(out, x[shift:shift + 2 * block])
     loads = set(re.findall(r"\*\(device const (float[24])\*\)", k.msl))
-    assert loads == ({widest} if widest else set()), k.msl
+    assert loads == {widest}, k.msl
+    assert (alignment_tests(k.msl) > 0) == tested, k.msl

@@ -169,26 +169,34 @@ class AxisAnalysis:
 
 
 def vector_runs(layout, info: AxisInfo, elem_bytes: int, regs: list[int], max_bytes: int = 16,
-                ) -> dict[int, int]:
+                unaligned: set[int] | None = None) -> dict[int, int]:
     """Map a first register -> run length k (2 or 4) for runs r..r+k-1 of `regs` that are
-    provably consecutive in memory and aligned to k * elem_bytes."""
+    provably consecutive in memory and aligned to k * elem_bytes. With `unaligned` (a set the
+    caller then tests at run time), also runs only proven consecutive, their first registers
+    added to it (e.g. a row start `row * n` with n unknown)."""
     out: dict[int, int] = {}
     owned = set(regs)
     done: set[int] = set()
     for r in sorted(regs):
         if r in done:
             continue
-        for k in (4, 2):
+        # A proven alignment first (a float2 always beats a float4 that a test may refuse).
+        wanted = ("aligned", "consecutive") if unaligned is not None else ("aligned",)
+        for want, k in ((w, k) for w in wanted for k in (4, 2)):
             if k * elem_bytes > max_bytes or r % k or not all(r + i in owned for i in range(k)):
                 continue
-            if _run_ok(layout, info, elem_bytes, r, k):
+            kind = _run_kind(layout, info, elem_bytes, r, k)
+            if kind == want:
                 out[r] = k
                 done.update(range(r, r + k))
+                if kind == "consecutive":
+                    unaligned.add(r)
                 break
     return out
 
 
-def _run_ok(layout, info: AxisInfo, elem_bytes: int, r: int, k: int) -> bool:
+def _run_kind(layout, info: AxisInfo, elem_bytes: int, r: int, k: int) -> str | None:
+    """"aligned" (consecutive and aligned to k * elem_bytes), "consecutive", or None."""
     base = layout.reg_coord(r)
     for d in range(layout.rank):
         # Registers r..r+k-1 must sit at base + i along d (other dims equal) ...
@@ -196,7 +204,9 @@ def _run_ok(layout, info: AxisInfo, elem_bytes: int, r: int, k: int) -> bool:
             continue
         # ... the run must start at a multiple of k after XOR with the lane/warp parts ...
         if base[d] % k or any(b[d] % k for b in list(layout.lane_bases) + list(layout.warp_bases)):
-            return False
+            return None
         # ... inside one contiguous run of the pointer, whose start is aligned enough.
-        return info.contig[d] % k == 0 and info.div[d] % (k * elem_bytes) == 0
-    return False
+        if info.contig[d] % k:
+            return None
+        return "aligned" if info.div[d] % (k * elem_bytes) == 0 else "consecutive"
+    return None

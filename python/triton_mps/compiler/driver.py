@@ -267,8 +267,9 @@ def assemble(plan: Plan, lowered: Lowered) -> CompiledMSL:
     out.append(f"kernel void {plan.msl_name}(" + ",\n    ".join(params) + ") {")
     uses_smem = bool(state.scratch_bytes or state.functions_emitted)
     if uses_smem:
-        words = max(state.scratch_bytes, 16) // 8
-        out.append(f"  threadgroup ulong tmps_smem_words[{words}];")
+        # uint4: 16-byte alignment for the scratch's vector accesses (compiler/scratch.py)
+        words = max(state.scratch_bytes, 16) // 16
+        out.append(f"  threadgroup uint4 tmps_smem_words[{words}];")
         out.append("  threadgroup uchar* tmps_smem = (threadgroup uchar*)tmps_smem_words;")
     out.append("  uint tmps_lane = tmps_tid & 31u;")
     out.append("  uint tmps_warp = tmps_tid >> 5u;")

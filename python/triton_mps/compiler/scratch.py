@@ -33,10 +33,22 @@ def is_pointer(msl_t: str) -> bool:
 
 
 # Element types whose runs of registers move as one vector access: a threadgroup access is an
-# instruction on Metal and a memcheck call in the simulator. A vector is at most 8 bytes, the
-# alignment the scratch array (`threadgroup ulong tmps_smem_words[]`) declares.
+# instruction on Metal and a memcheck call in the simulator. A vector is at most 16 bytes, the
+# alignment the scratch array (`threadgroup uint4 tmps_smem_words[]`, driver.assemble) declares;
+# arrays packed into the scratch start at multiples of 16 bytes (SCRATCH_ALIGN).
 _VECTOR_ELEMENTS = ("char", "uchar", "short", "ushort", "int", "uint", "half", "bfloat", "float")
-_VECTOR_BYTES = 8
+_VECTOR_BYTES = 16
+SCRATCH_ALIGN = 16
+
+
+def vector_width(msl_t: str, count: int) -> int:
+    """The widest vector (4, 2, else 1) of msl_t within _VECTOR_BYTES that divides count."""
+    if msl_t not in _VECTOR_ELEMENTS:
+        return 1
+    for v in (4, 2):
+        if v * MSL_BYTES[msl_t] <= _VECTOR_BYTES and count % v == 0:
+            return v
+    return 1
 
 
 def vector_runs(static: list[int | None], thread_mask: int | None, regs: list[int], msl_t: str) -> dict[int, int]:

@@ -79,9 +79,8 @@ def test_widen_exact(mps_driver, racecheck, dtype, n):
     expect = x.double() * 3.0 + 1.0
     np.testing.assert_array_equal(out.cpu().double().numpy(), expect.float().double().numpy())
     msl = _msl(k)
-    # Triton exchanges the 16-bit floats before converting them (4 per 8-byte access) and the
-    # integers after (float: 2 per access).
-    vector = {torch.float16: "half4", torch.bfloat16: "bfloat4", torch.int16: "float2", torch.int8: "float2"}[dtype]
+    # Triton exchanges the 16-bit floats before converting them and the integers after (as float).
+    vector = {torch.float16: "half4", torch.bfloat16: "bfloat4", torch.int16: "float4", torch.int8: "float4"}[dtype]
     assert _vector_scratch(msl) == {vector}
     assert "] = " not in msl.split("through threadgroup memory")[1].split("threadgroup_barrier")[0]  # no scalar write
     assert _barriers(msl) == 1  # the first exchange of the kernel: none before its writes
@@ -115,3 +114,35 @@ def test_exchange_in_a_loop_keeps_its_barriers(mps_driver, racecheck):
     msl = _msl(k)
     assert "for (" in msl and _vector_scratch(msl) == {"half4"}
     assert _barriers(msl) == 2  # in a loop: both barriers of its exchange stay
+
+
+@triton.jit
+def cumsum_rows(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    v = tl.load(x_ptr + row * n + cols, mask=cols < n, other=0)
+    tl.store(out_ptr + row * n + cols, tl.cumsum(v, axis=0), mask=cols < n)
+
+
+@pytest.mark.parametrize("dtype", [torch.int32, torch.int16, torch.float32])
+@pytest.mark.parametrize("n, block, warps", [(1000, 1024, 4), (300, 512, 8), (2047, 2048, 4)])
+def test_scan_segment_totals_as_vectors(mps_driver, racecheck, dtype, n, block, warps):
+    # A scan across SIMD-groups exchanges each thread's segment totals through threadgroup
+    # memory (ops/reduce.py): consecutive slots of a thread move as one vector.
+    dev = mps_driver.get_active_torch_device()
+    rows = 3
+    g = torch.Generator().manual_seed(n + block)
+    if dtype.is_floating_point:
+        x = torch.randn(rows, n, generator=g)
+    else:
+        x = torch.randint(-50, 50, (rows, n), generator=g, dtype=dtype)
+    out = torch.full((rows, n), -7, dtype=dtype, device=dev)
+    k = cumsum_rows[(rows,)](x.to(dev), out, n, BLOCK=block, num_warps=warps)
+    got = out.cpu()
+    if dtype.is_floating_point:  # a tree's order of additions: compare with float64 sums
+        ref = torch.cumsum(x.double(), 1)
+        torch.testing.assert_close(got.double(), ref, rtol=0, atol=1e-4 * ref.abs().max().item())
+    else:
+        assert torch.equal(got, torch.cumsum(x, 1).to(dtype))
+    elem = {torch.int32: "int", torch.int16: "int", torch.float32: "float"}[dtype]  # int16 sums as int32
+    assert any(v.startswith(elem) for v in _vector_scratch(_msl(k))), _msl(k)

@@ -83,15 +83,27 @@ def _pointee(ctx: LoweringContext, ptr_value) -> ScalarType:
     return pt.pointee
 
 
-def _vector_runs(ctx: LoweringContext, ptr, ety: ScalarType, regs: list[int]) -> dict[int, int]:
-    """First register -> run length for the register runs that the axis analysis proves
-    contiguous and aligned (empty: every access stays scalar)."""
+def _vector_runs(ctx: LoweringContext, ptr, ety: ScalarType, regs: list[int]) -> tuple[dict[int, int], set[int]]:
+    """(first register -> run length, the runs' first registers whose alignment is tested at run
+    time) for the register runs that the axis analysis proves contiguous; a run not proven
+    aligned is a vector access only when its address is (_aligned), else scalar accesses."""
     if not isinstance(ptr.type, TensorType) or ety.bits % 8 or ety.bits > 64:
-        return {}
+        return {}, set()
     if ctx.axis_analysis is None:
         ctx.axis_analysis = AxisAnalysis(ctx.func)
     ana = ctx.axis_analysis
-    return vector_runs(ctx.layout(ptr), ana.get(ptr), ety.bits // 8, regs)
+    unaligned: set[int] = set()
+    return vector_runs(ctx.layout(ptr), ana.get(ptr), ety.bits // 8, regs, unaligned=unaligned), unaligned
+
+
+def _run_conditions(ctx: LoweringContext, ptr, mask, ety: ScalarType, r0: int, k: int,
+                    unaligned: set[int]) -> list[str]:
+    """What must hold for registers r0..r0+k-1 to be one vector access: every lane of the run
+    unmasked, and the address aligned when the analysis could not prove it."""
+    conds = [ctx.expr(mask, r0 + i) for i in range(k)] if mask is not None else []
+    if r0 in unaligned:
+        conds.append(f"(((ulong)({ctx.expr(ptr, r0)})) & {k * ety.bits // 8 - 1}ul) == 0ul")
+    return conds
 
 
 def _deref(p: str) -> str:
@@ -136,7 +148,7 @@ def load(ctx: LoweringContext, op: Op):
         return f"{ctx.expr(mask, r)} ? {load_expr} : {alt}"
 
     with _accesses_of(ctx, ptr):  # marks the accesses for memcheck
-        runs = _vector_runs(ctx, ptr, ety, list(range(ctx.num_regs(ptr)))) if isinstance(ptr.type, TensorType) else {}
+        runs, unaligned = _vector_runs(ctx, ptr, ety, list(range(ctx.num_regs(ptr))))
         if not runs:
             ctx.define(res, reg, hint=ctx.hint(res, "ld"))
             return
@@ -152,12 +164,13 @@ def load(ctx: LoweringContext, op: Op):
             # scalar accesses (a vector access could touch memory the mask protects).
             vec = [f"{vt} {tmp} = *({device_ptr('const ' + vt, ctx.state.coherent)})({ctx.expr(ptr, r0)});"]
             vec += [f"{names[r0 + i]} = {tmp}.{'xyzw'[i]};" for i in range(k)]
-            if mask is None:
+            conds = _run_conditions(ctx, ptr, mask, ety, r0, k, unaligned)
+            if not conds:
                 with e.block(""):
                     for ln in vec:
                         e.line(ln)
                 continue
-            with e.block(f"if ({_all([ctx.expr(mask, r0 + i) for i in range(k)])})"):
+            with e.block(f"if ({_all(conds)})"):
                 for ln in vec:
                     e.line(ln)
             with e.block("else"):
@@ -175,9 +188,9 @@ def store(ctx: LoweringContext, op: Op):
         lay = ctx.layout(ptr)
         owner = ctx.owner_predicate(lay)
         regs = lay.owned_regs()
-        runs = _vector_runs(ctx, ptr, _pointee(ctx, ptr), regs)
+        runs, unaligned = _vector_runs(ctx, ptr, _pointee(ctx, ptr), regs)
     else:
-        owner, regs, runs = "tmps_tid == 0u", [0], {}  # a scalar store: one thread does it
+        owner, regs, runs, unaligned = "tmps_tid == 0u", [0], {}, set()  # a scalar store: one thread does it
     e = ctx.e
     in_run = {r0 + i for r0, k in runs.items() for i in range(k)}
 
@@ -191,14 +204,15 @@ def store(ctx: LoweringContext, op: Op):
                 vt = f"{_pointee(ctx, ptr).msl()}{k}"
                 vals = ", ".join(ctx.expr(val, r + i) for i in range(k))
                 st = f"*({device_ptr(vt, ctx.state.coherent)})({ctx.expr(ptr, r)}) = {vt}({vals});"
-                if mask is None:
+                conds = _run_conditions(ctx, ptr, mask, _pointee(ctx, ptr), r, k, unaligned)
+                if not conds:
                     e.line(st)
                     continue
-                with e.block(f"if ({_all([ctx.expr(mask, r + i) for i in range(k)])})"):
+                with e.block(f"if ({_all(conds)})"):
                     e.line(st)
                 with e.block("else"):
                     for i in range(k):
-                        e.line(f"if ({ctx.expr(mask, r + i)}) {scalar(r + i)}")
+                        e.line(f"if ({ctx.expr(mask, r + i)}) {scalar(r + i)}" if mask is not None else scalar(r + i))
             elif r in in_run:
                 continue
             elif mask is not None:

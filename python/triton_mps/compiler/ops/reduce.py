@@ -34,6 +34,7 @@ from ..lane_exchange import shuffle_many
 from ..layout import Layout, register_map
 from ..lowering import LoweringContext, lowers, scratch_limit
 from ..scratch import (
+    SCRATCH_ALIGN,
     Access,
     row_major,
     scratch_bytes,
@@ -41,6 +42,8 @@ from ..scratch import (
     store_to_scratch,
     thread_index_mask,
     through_scratch,
+    vector_at,
+    vector_width,
     windowed,
     windows,
     write_access,
@@ -52,14 +55,44 @@ from ..types import TensorType
 
 
 def _scratch_arrays(ctx: LoweringContext, specs: list[tuple[str, int]]) -> list[str]:
-    """One threadgroup array per (msl type, element count), packed at 8-byte aligned offsets."""
+    """One threadgroup array per (msl type, element count), packed at SCRATCH_ALIGN offsets."""
     off, ptrs = 0, []
     for t, n in specs:
-        off = (off + 7) // 8 * 8
+        off = _aligned(off)
         ptrs.append(f"((threadgroup {t}*)(tmps_smem + {off}))" if off else f"((threadgroup {t}*)tmps_smem)")
         off += n * scratch_bytes(t)
     ctx.scratch(max(off, 8))
     return ptrs
+
+
+def _aligned(nbytes: int) -> int:
+    return -(-nbytes // SCRATCH_ALIGN) * SCRATCH_ALIGN
+
+
+def _segment_totals(ctx: LoweringContext, t: str, buf: str, base: str, values: list[str | None],
+                    per_thread: int) -> list[str]:
+    """A thread's slots base + 0.. of buf (base a multiple of per_thread): writes `values`
+    (returns []), or reads as many (values all None; returns the variables). Consecutive slots
+    move as vectors (base + i is aligned to the width when the width divides i and per_thread)."""
+    e = ctx.e
+    v = vector_width(t, per_thread)
+    out: list[str] = []
+    i = 0
+    while i < len(values):
+        w = v if i + v <= len(values) else 1
+        at = f"{base} + {i}u" if i else base
+        if values[i] is not None:
+            if w > 1:
+                e.line(f"{vector_at(buf, t, w, at)} = {t}{w}({', '.join(values[i:i + w])});")
+            else:
+                e.line(f"{buf}[{at}] = {values[i]};")
+        elif w > 1:
+            vec = _var(ctx, f"{t}{w}", vector_at(buf, t, w, at), "wpv")
+            out += [_var(ctx, t, f"{vec}.{'xyzw'[c]}", "wpt") for c in range(w)]
+        else:
+            out.append(_var(ctx, t, f"{buf}[{at}]", "wpt"))
+        i += w
+    return out
 
 
 def _var(ctx: LoweringContext, t: str, expr: str, hint: str = "rd") -> str:
@@ -596,22 +629,24 @@ def _scan_hypercube(ctx, op, lay: Layout, plan, reverse: bool, types, comb) -> l
         else:
             # segment totals of every thread, in rounds of U keys when they do not fit at once
             U = len(keys)
-            while U > 1 and sum((nthreads * U * scratch_bytes(t) + 7) // 8 * 8 for t in types) > scratch_limit(ctx):
+            while U > 1 and sum(_aligned(nthreads * U * scratch_bytes(t)) for t in types) > scratch_limit(ctx):
                 U = (U + 1) // 2
             bufs = _scratch_arrays(ctx, [(t, nthreads * U) for t in types])
             if U < len(keys):
                 e.comment(f"segment totals through threadgroup memory in {-(-len(keys) // U)} rounds of {U}")
             other = _var(ctx, "uint", f"(tmps_tid ^ {1 << (j + 5)}u) * {U}u", "ptid")
-            partner = {}
+            got: dict[int, list[str]] = {}
             for k0 in range(0, len(keys), U):
                 ctx.barrier()
-                for ui, k in enumerate(keys[k0:k0 + U]):
-                    for b, v in zip(bufs, T[k], strict=True):
-                        e.line(f"{b}[tmps_tid * {U}u + {ui}u] = {v};")
+                round_keys = keys[k0:k0 + U]
+                for ti, (t, b) in enumerate(zip(types, bufs, strict=True)):
+                    _segment_totals(ctx, t, b, f"tmps_tid * {U}u", [T[k][ti] for k in round_keys], U)
                 ctx.barrier()
-                for ui, k in enumerate(keys[k0:k0 + U]):
-                    partner[k] = tuple(_var(ctx, t, f"{b}[{other} + {ui}u]", "wpt")
-                                       for t, b in zip(types, bufs, strict=True))
+                for t, b in zip(types, bufs, strict=True):
+                    reads = _segment_totals(ctx, t, b, other, [None] * len(round_keys), U)
+                    for k, x in zip(round_keys, reads, strict=True):
+                        got.setdefault(k, []).append(x)
+            partner = {k: tuple(got[k]) for k in keys}
             bitx = f"(tmps_warp & {1 << j}u)"
         late = _var(ctx, "bool", f"{bitx} {'==' if reverse else '!='} 0u", "late")
         for k in keys:
