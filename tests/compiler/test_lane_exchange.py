@@ -87,7 +87,7 @@ def test_reduce_batched_same_bits(dtype, shape, num_warps, monkeypatch):
     # Several rows per thread (and two operands for argmax): the batched build exchanges
     # vectors, in fewer calls than the one-call-per-value build.
     assert re.search(r"\buint[234] \w+ = simd_shuffle_xor\(uint[234]\(", batched.msl)
-    assert "uint4(" not in scalar.msl
+    assert not re.search(r"simd_shuffle_xor\(uint[234]\(", scalar.msl)  # (uint4 also packs scratch runs)
     assert len(SHUFFLE.findall(batched.msl)) < len(SHUFFLE.findall(scalar.msl))
     rng = np.random.default_rng()
     x = _inputs(rng, dtype, (M, N))

@@ -35,28 +35,31 @@ def is_pointer(msl_t: str) -> bool:
 # Element types whose runs of registers move as one vector access: a threadgroup access is an
 # instruction on Metal and a memcheck call in the simulator. A vector is at most 16 bytes, the
 # alignment the scratch array (`threadgroup uint4 tmps_smem_words[]`, driver.assemble) declares;
-# arrays packed into the scratch start at multiples of 16 bytes (SCRATCH_ALIGN).
+# arrays packed into the scratch start at multiples of 16 bytes (SCRATCH_ALIGN). Runs of more
+# than 4 elements of 1- or 2-byte types move packed in uint2/uint4 words (as_type per word).
 _VECTOR_ELEMENTS = ("char", "uchar", "short", "ushort", "int", "uint", "half", "bfloat", "float")
 _VECTOR_BYTES = 16
 SCRATCH_ALIGN = 16
 
 
-def vector_width(msl_t: str, count: int) -> int:
-    """The widest vector (4, 2, else 1) of msl_t within _VECTOR_BYTES that divides count."""
+def _widths(msl_t: str) -> list[int]:
+    """Run widths for msl_t, widest first: up to 16 bytes, 2 elements at least."""
     if msl_t not in _VECTOR_ELEMENTS:
-        return 1
-    for v in (4, 2):
-        if v * MSL_BYTES[msl_t] <= _VECTOR_BYTES and count % v == 0:
-            return v
-    return 1
+        return []
+    return [v for v in (16, 8, 4, 2) if v * MSL_BYTES[msl_t] <= _VECTOR_BYTES]
+
+
+def vector_width(msl_t: str, count: int) -> int:
+    """The widest run width of msl_t that divides count (1: none)."""
+    return next((v for v in _widths(msl_t) if count % v == 0), 1)
 
 
 def vector_runs(static: list[int | None], thread_mask: int | None, regs: list[int], msl_t: str) -> dict[int, int]:
-    """First register -> width (4 or 2) of the runs of registers in regs whose scratch indices
-    are consecutive and start at a multiple of the width: index(r0 + k) = index(r0) + k when the
+    """First register -> width of the runs of registers in regs whose scratch indices are
+    consecutive and start at a multiple of the width: index(r0 + k) = index(r0) + k when the
     compile-time parts static[r0 + k] = static[r0] + k (static[r0] a multiple of the width) and
     the thread's part sets no bit below the width (thread_mask), as the index is their XOR."""
-    if thread_mask is None or msl_t not in _VECTOR_ELEMENTS:
+    if thread_mask is None:
         return {}
     runs: dict[int, int] = {}
     taken: set[int] = set()
@@ -64,8 +67,8 @@ def vector_runs(static: list[int | None], thread_mask: int | None, regs: list[in
     for r in regs:
         if r in taken or static[r] is None:
             continue
-        for v in (4, 2):
-            if v * MSL_BYTES[msl_t] > _VECTOR_BYTES or thread_mask & (v - 1) or static[r] % v:
+        for v in _widths(msl_t):
+            if thread_mask & (v - 1) or static[r] % v:
                 continue
             if all(r + k in present and r + k not in taken and static[r + k] == static[r] + k for k in range(v)):
                 runs[r] = v
@@ -74,9 +77,41 @@ def vector_runs(static: list[int | None], thread_mask: int | None, regs: list[in
     return runs
 
 
-def vector_at(buf: str, msl_t: str, v: int, index: str) -> str:
-    """The lvalue of the v-vector of msl_t at element `index` of scratch array buf."""
-    return f"*(threadgroup {msl_t}{v}*)({buf} + ({index}))"
+def _packing(msl_t: str, v: int) -> tuple[int, int]:
+    """(words, elements per word) of a packed run: v elements in `words` uints."""
+    per_word = 4 // MSL_BYTES[msl_t]
+    return v // per_word, per_word
+
+
+def _at(buf: str, vt: str, index: str) -> str:
+    return f"*(threadgroup {vt}*)({buf} + ({index}))"
+
+
+def write_vector(buf: str, msl_t: str, index: str, vals: list[str]) -> str:
+    """The statement writing vals (a run) at element `index` of scratch array buf."""
+    v = len(vals)
+    if v <= 4:
+        return f"{_at(buf, f'{msl_t}{v}', index)} = {msl_t}{v}({', '.join(vals)});"
+    words, per = _packing(msl_t, v)
+    parts = [f"as_type<uint>({msl_t}{per}({', '.join(vals[w * per:(w + 1) * per])}))" for w in range(words)]
+    return f"{_at(buf, f'uint{words}', index)} = uint{words}({', '.join(parts)});"
+
+
+def read_vector(ctx: LoweringContext, buf: str, msl_t: str, v: int, index: str) -> list[str]:
+    """Emit the read of a run of v elements at element `index` of buf; its elements' expressions."""
+    e = ctx.e
+    vec = e.fresh("vrd")
+    if v <= 4:
+        e.line(f"{msl_t}{v} {vec} = {_at(buf, f'{msl_t}{v}', index)};")
+        return [f"{vec}.{'xyzw'[i]}" for i in range(v)]
+    words, per = _packing(msl_t, v)
+    e.line(f"uint{words} {vec} = {_at(buf, f'uint{words}', index)};")
+    out = []
+    for w in range(words):
+        part = e.fresh("vrp")
+        e.line(f"{msl_t}{per} {part} = as_type<{msl_t}{per}>({vec}.{'xyzw'[w]});")
+        out += [f"{part}.{'xyzw'[i]}" for i in range(per)]
+    return out
 
 
 def scratch_type(msl_t: str) -> str:
@@ -207,9 +242,7 @@ def store_to_scratch(ctx: LoweringContext, src: Value, buf: str, base: int = 0) 
     def body():
         for r in regs:
             if r in runs:
-                v = runs[r]
-                vals = ", ".join(ctx.expr(src, r + k) for k in range(v))
-                e.line(f"{vector_at(buf, ty, v, acc.index[r])} = {ty}{v}({vals});")
+                e.line(write_vector(buf, ty, acc.index[r], [ctx.expr(src, r + k) for k in range(runs[r])]))
             elif r not in in_run:
                 e.line(f"{buf}[{acc.index[r]}] = {to_scratch(ty, ctx.expr(src, r))};")
 
@@ -242,9 +275,8 @@ def through_scratch(ctx: LoweringContext, sources: list[tuple[Value, int]], n: i
         statics = [read_static(r) for r in range(nr)] if read_static else [None] * nr
         reads = {r: f"{buf}[{read_index(r, ctx.coord(dlay, r))}]" for r in range(nr)}
         for r0, v in vector_runs(statics, read_mask, list(range(nr)), ty).items():
-            vec = e.fresh("vrd")
-            e.line(f"{ty}{v} {vec} = {vector_at(buf, ty, v, read_index(r0, ctx.coord(dlay, r0)))};")
-            reads.update({r0 + k: f"{vec}.{'xyzw'[k]}" for k in range(v)})
+            got = read_vector(ctx, buf, ty, v, read_index(r0, ctx.coord(dlay, r0)))
+            reads.update({r0 + k: x for k, x in enumerate(got)})
         ctx.define(dst, lambda r: from_scratch(ty, reads[r]), hint=hint)
         return
     e.comment(f"{hint}: through threadgroup memory in {rounds} rounds of {size} elements")

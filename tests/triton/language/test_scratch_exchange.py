@@ -79,9 +79,11 @@ def test_widen_exact(mps_driver, racecheck, dtype, n):
     expect = x.double() * 3.0 + 1.0
     np.testing.assert_array_equal(out.cpu().double().numpy(), expect.float().double().numpy())
     msl = _msl(k)
-    # Triton exchanges the 16-bit floats before converting them and the integers after (as float).
-    vector = {torch.float16: "half4", torch.bfloat16: "bfloat4", torch.int16: "float4", torch.int8: "float4"}[dtype]
-    assert _vector_scratch(msl) == {vector}
+    # Triton exchanges the 16-bit floats before converting them (8 per thread written as one
+    # packed uint4, read 4 at a time) and the integers after (as float).
+    vectors = {torch.float16: {"uint4", "half4"}, torch.bfloat16: {"uint4", "bfloat4"},
+               torch.int16: {"float4"}, torch.int8: {"float4"}}[dtype]
+    assert _vector_scratch(msl) == vectors
     assert "] = " not in msl.split("through threadgroup memory")[1].split("threadgroup_barrier")[0]  # no scalar write
     assert _barriers(msl) == 1  # the first exchange of the kernel: none before its writes
 
@@ -112,7 +114,7 @@ def test_exchange_in_a_loop_keeps_its_barriers(mps_driver, racecheck):
         assert torch.equal(out[i, :n], x[i, :n].float() - i)
         assert out[i, n:].isnan().all()  # masked off: untouched
     msl = _msl(k)
-    assert "for (" in msl and _vector_scratch(msl) == {"half4"}
+    assert "for (" in msl and _vector_scratch(msl) == {"uint4", "half4"}
     assert _barriers(msl) == 2  # in a loop: both barriers of its exchange stay
 
 
@@ -146,3 +148,27 @@ def test_scan_segment_totals_as_vectors(mps_driver, racecheck, dtype, n, block, 
         assert torch.equal(got, torch.cumsum(x, 1).to(dtype))
     elem = {torch.int32: "int", torch.int16: "int", torch.float32: "float"}[dtype]  # int16 sums as int32
     assert any(v.startswith(elem) for v in _vector_scratch(_msl(k))), _msl(k)
+
+
+@triton.jit
+def transpose(x_ptr, out_ptr, M: tl.constexpr, N: tl.constexpr):
+    rm, rn = tl.arange(0, M), tl.arange(0, N)
+    x = tl.load(x_ptr + rm[:, None] * N + rn[None, :])
+    tl.store(out_ptr + rn[:, None] * M + rm[None, :], tl.trans(x))
+
+
+@pytest.mark.parametrize("dtype", [torch.int8, torch.int16, torch.float16, torch.bfloat16, torch.float32])
+@pytest.mark.parametrize("m, n", [(64, 64), (32, 128)])
+def test_transpose_packed_runs(mps_driver, racecheck, dtype, m, n):
+    # Runs longer than 4 elements of 1- and 2-byte types move as uint2/uint4 words (as_type per
+    # word): the byte order must survive on the way in and out.
+    dev = mps_driver.get_active_torch_device()
+    g = torch.Generator().manual_seed(m * n)
+    x = (torch.randn(m, n, generator=g) * 60).to(dtype)
+    out = torch.full((n, m), -1, dtype=dtype, device=dev)
+    k = transpose[(1,)](x.to(dev), out, M=m, N=n)
+    assert torch.equal(out.cpu(), x.T)
+    vectors = _vector_scratch(_msl(k))
+    assert vectors, _msl(k)
+    if dtype.itemsize < 4:
+        assert vectors & {"uint4", "uint2"}, vectors

@@ -45,7 +45,7 @@ from ..layout import Layout
 from ..lowering import LOOP_CARRIERS, STAGES_FROM_SOURCE, LoopCarrier, LoweringContext, lowers, scratch_limit
 from ..mslib import fp64
 from ..mslib.fp8 import fp8_to_float
-from ..scratch import row_major
+from ..scratch import read_vector, row_major, static_index, thread_index_mask, vector_runs, write_vector
 from ..types import ScalarType, elem_of
 
 ENV = "TRITON_MPS_DOT"
@@ -470,6 +470,9 @@ def _stage_chunk(ctx: LoweringContext, v: Value, buf: str, base: int, kdim: int,
     static = _static_dim(lay, kdim)
     shape = list(lay.shape)
     shape[kdim] = kc
+    if k0 == 0 and kc == lay.shape[kdim]:  # the whole tensor at once: no window to test
+        _stage_whole(ctx, v, buf, base, is_int)
+        return
 
     def body():
         for r in lay.owned_regs():
@@ -489,6 +492,46 @@ def _stage_chunk(ctx: LoweringContext, v: Value, buf: str, base: int, kdim: int,
     owner = ctx.owner_predicate(lay)
     with e.guarded(owner):
         body()
+
+
+def _index_runs(lay: Layout, regs: list[int], base: int, msl_t: str) -> dict[int, int]:
+    """Runs of regs whose row-major indices (+ base) in a scratch array of msl_t are consecutive
+    and aligned (scratch.vector_runs), for one vector access each."""
+    if base % 4:
+        return {}
+    static = [static_index(lay.shape, lay.reg_coord(r)) for r in range(lay.num_regs)]
+    return vector_runs(static, thread_index_mask(lay.shape, lay.lane_bases + lay.warp_bases), regs, msl_t)
+
+
+def _stage_whole(ctx: LoweringContext, v: Value, buf: str, base: int, is_int: bool) -> None:
+    """Owners write all of v's elements, widened, at base + row-major index; consecutive
+    elements of a thread as one vector."""
+    lay = ctx.layout(v)
+    e = ctx.e
+    acc_t = "int" if is_int else "float"
+    regs = lay.owned_regs()
+    runs = _index_runs(lay, regs, base, acc_t)
+    in_run = {r0 + i for r0, w in runs.items() for i in range(1, w)}
+
+    def at(r: int) -> str:
+        return f"{f'{base}u + ' if base else ''}{row_major(lay.shape, ctx.coord(lay, r))}"
+
+    with e.guarded(ctx.owner_predicate(lay)):
+        for r in regs:
+            if r in runs:
+                e.line(write_vector(buf, acc_t, at(r), [_wide(ctx, v, r + i, is_int) for i in range(runs[r])]))
+            elif r not in in_run:
+                e.line(f"{buf}[{at(r)}] = {_wide(ctx, v, r, is_int)};")
+
+
+def _read_whole(ctx: LoweringContext, lay: Layout, buf: str, regs: list[int]) -> dict[int, str]:
+    """Register -> expression of its element at the row-major index of float array buf (the
+    tile's shape), reading consecutive elements of a thread as one vector (emitted here)."""
+    out = {r: f"{buf}[{row_major(lay.shape, ctx.coord(lay, r))}]" for r in regs}
+    for r0, w in _index_runs(lay, regs, 0, "float").items():
+        got = read_vector(ctx, buf, "float", w, row_major(lay.shape, ctx.coord(lay, r0)))
+        out.update({r0 + i: x for i, x in enumerate(got)})
+    return out
 
 
 def _pre_conversion(ctx: LoweringContext, v: Value) -> Value:
@@ -576,7 +619,8 @@ def _lower_simdgroup(ctx: LoweringContext, a, b, c, d, M: int, N: int, K: int, d
         ctx.barrier()  # every SIMD-group has read A and B before D overwrites them
         for_active(store(0))
         ctx.barrier()
-        _define_result(ctx, d, lc, lambda r: read(r, 0))
+        got = _read_whole(ctx, lc, buf, [r for r in range(lc.num_regs) if not r & lc.reg_dup_mask])
+        _define_result(ctx, d, lc, lambda r: _result(td, f"{_wide(ctx, c, r, False)} + {got[r]}", False))
         return
     # D in bands of RB rows: SIMD-groups store the tiles of the band, threads pick up the
     # registers whose row is in it (rows are runtime values when lanes/warps span M).
@@ -736,7 +780,8 @@ def end_loop_accumulator(ctx: LoweringContext, dop: Op, result: Value) -> None:
     ctx.barrier()  # every SIMD-group is done with the loop's A and B tiles
     _for_active(ctx, g, store)
     ctx.barrier()
-    _define_result(ctx, result, lay, lambda r: f"{buf}[{row_major(lay.shape, ctx.coord(lay, r))}]")
+    got = _read_whole(ctx, lay, buf, [r for r in range(lay.num_regs) if not r & lay.reg_dup_mask])
+    _define_result(ctx, result, lay, lambda r: got[r])
 
 
 def _lower_carried(ctx: LoweringContext, rec: dict, a, b, d, desc: str) -> None:

@@ -36,17 +36,18 @@ from ..lowering import LoweringContext, lowers, scratch_limit
 from ..scratch import (
     SCRATCH_ALIGN,
     Access,
+    read_vector,
     row_major,
     scratch_bytes,
     static_index,
     store_to_scratch,
     thread_index_mask,
     through_scratch,
-    vector_at,
     vector_width,
     windowed,
     windows,
     write_access,
+    write_vector,
 )
 from ..types import TensorType
 
@@ -83,12 +84,11 @@ def _segment_totals(ctx: LoweringContext, t: str, buf: str, base: str, values: l
         at = f"{base} + {i}u" if i else base
         if values[i] is not None:
             if w > 1:
-                e.line(f"{vector_at(buf, t, w, at)} = {t}{w}({', '.join(values[i:i + w])});")
+                e.line(write_vector(buf, t, at, values[i:i + w]))
             else:
                 e.line(f"{buf}[{at}] = {values[i]};")
         elif w > 1:
-            vec = _var(ctx, f"{t}{w}", vector_at(buf, t, w, at), "wpv")
-            out += [_var(ctx, t, f"{vec}.{'xyzw'[c]}", "wpt") for c in range(w)]
+            out += [_var(ctx, t, x, "wpt") for x in read_vector(ctx, buf, t, w, at)]
         else:
             out.append(_var(ctx, t, f"{buf}[{at}]", "wpt"))
         i += w
