@@ -114,6 +114,36 @@ def read_vector(ctx: LoweringContext, buf: str, msl_t: str, v: int, index: str) 
     return out
 
 
+def write_registers(ctx: LoweringContext, buf: str, msl_t: str, regs: list[int], static: list[int | None],
+                    thread_mask: int | None, index: Callable[[int], str], value: Callable[[int], str]) -> None:
+    """buf[index(r)] = value(r) for every register r in regs; the runs vector_runs finds (from
+    the indices' compile-time parts and thread mask) as one vector write each."""
+    runs = vector_runs(static, thread_mask, regs, msl_t)
+    in_run = {r0 + k for r0, v in runs.items() for k in range(1, v)}
+    for r in regs:
+        if r in runs:
+            ctx.e.line(write_vector(buf, msl_t, index(r), [value(r + k) for k in range(runs[r])]))
+        elif r not in in_run:
+            ctx.e.line(f"{buf}[{index(r)}] = {value(r)};")
+
+
+def read_registers(ctx: LoweringContext, buf: str, msl_t: str, regs: list[int], static: list[int | None],
+                   thread_mask: int | None, index: Callable[[int], str]) -> dict[int, str]:
+    """Register -> expression of buf[index(r)] for every r in regs; the runs vector_runs finds
+    are read as one vector each (emitted here), the others stay plain element reads."""
+    out = {r: f"{buf}[{index(r)}]" for r in regs}
+    for r0, v in vector_runs(static, thread_mask, regs, msl_t).items():
+        out.update({r0 + k: x for k, x in enumerate(read_vector(ctx, buf, msl_t, v, index(r0)))})
+    return out
+
+
+def layout_parts(lay) -> tuple[list[int | None], int | None]:
+    """Per register, the compile-time part of its row-major index in lay's shape, and the bits
+    the lane/warp part can set (None: not XOR-linear, shapes not powers of two)."""
+    return ([static_index(lay.shape, lay.reg_coord(r)) for r in range(lay.num_regs)],
+            thread_index_mask(lay.shape, lay.lane_bases + lay.warp_bases))
+
+
 def scratch_type(msl_t: str) -> str:
     """The element type of a threadgroup-memory array holding values of MSL type msl_t:
     pointers are kept as their 64-bit address (`threadgroup device T**` is not a type)."""
@@ -218,12 +248,11 @@ def windowed(ctx: LoweringContext, w: str, size: int, acc: Access, regs: list[in
 
 def write_access(ctx: LoweringContext, src: Value, base: int) -> Access:
     lay = ctx.layout(src)
-    regs = range(lay.num_regs)
     sfx = f" + {base}u" if base else ""
-    static = [static_index(lay.shape, lay.reg_coord(r)) for r in regs]
-    return Access([ctx.linear_index(lay, r) + sfx for r in regs],
+    static, mask = layout_parts(lay)
+    return Access([ctx.linear_index(lay, r) + sfx for r in range(lay.num_regs)],
                   [None if x is None else x + base for x in static],  # base: bits above the tensor's
-                  ctx.linear_index(lay, 0), thread_index_mask(lay.shape, lay.lane_bases + lay.warp_bases))
+                  ctx.linear_index(lay, 0), mask)
 
 
 def store_to_scratch(ctx: LoweringContext, src: Value, buf: str, base: int = 0) -> None:
@@ -234,20 +263,10 @@ def store_to_scratch(ctx: LoweringContext, src: Value, buf: str, base: int = 0) 
     e = ctx.e
     ty = ctx.msl_type(src)
 
-    regs = lay.owned_regs()
     acc = write_access(ctx, src, base)
-    runs = vector_runs(acc.static, acc.thread_mask, regs, ty)
-    in_run = {r0 + k for r0, v in runs.items() for k in range(1, v)}
-
-    def body():
-        for r in regs:
-            if r in runs:
-                e.line(write_vector(buf, ty, acc.index[r], [ctx.expr(src, r + k) for k in range(runs[r])]))
-            elif r not in in_run:
-                e.line(f"{buf}[{acc.index[r]}] = {to_scratch(ty, ctx.expr(src, r))};")
-
-    with e.guarded(owner):
-        body()
+    with e.guarded(owner):  # (runs only of vector element types: to_scratch is the value then)
+        write_registers(ctx, buf, ty, lay.owned_regs(), acc.static, acc.thread_mask, lambda r: acc.index[r],
+                        lambda r: to_scratch(ty, ctx.expr(src, r)))
 
 
 def through_scratch(ctx: LoweringContext, sources: list[tuple[Value, int]], n: int, dst: Value,
@@ -273,10 +292,8 @@ def through_scratch(ctx: LoweringContext, sources: list[tuple[Value, int]], n: i
         ctx.barrier()
         nr = dlay.num_regs
         statics = [read_static(r) for r in range(nr)] if read_static else [None] * nr
-        reads = {r: f"{buf}[{read_index(r, ctx.coord(dlay, r))}]" for r in range(nr)}
-        for r0, v in vector_runs(statics, read_mask, list(range(nr)), ty).items():
-            got = read_vector(ctx, buf, ty, v, read_index(r0, ctx.coord(dlay, r0)))
-            reads.update({r0 + k: x for k, x in enumerate(got)})
+        reads = read_registers(ctx, buf, ty, list(range(nr)), statics, read_mask,
+                               lambda r: read_index(r, ctx.coord(dlay, r)))
         ctx.define(dst, lambda r: from_scratch(ty, reads[r]), hint=hint)
         return
     e.comment(f"{hint}: through threadgroup memory in {rounds} rounds of {size} elements")

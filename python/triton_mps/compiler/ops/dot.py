@@ -45,7 +45,7 @@ from ..layout import Layout
 from ..lowering import LOOP_CARRIERS, STAGES_FROM_SOURCE, LoopCarrier, LoweringContext, lowers, scratch_limit
 from ..mslib import fp64
 from ..mslib.fp8 import fp8_to_float
-from ..scratch import read_vector, row_major, static_index, thread_index_mask, vector_runs, write_vector
+from ..scratch import layout_parts, read_registers, row_major, write_registers
 from ..types import ScalarType, elem_of
 
 ENV = "TRITON_MPS_DOT"
@@ -494,44 +494,23 @@ def _stage_chunk(ctx: LoweringContext, v: Value, buf: str, base: int, kdim: int,
         body()
 
 
-def _index_runs(lay: Layout, regs: list[int], base: int, msl_t: str) -> dict[int, int]:
-    """Runs of regs whose row-major indices (+ base) in a scratch array of msl_t are consecutive
-    and aligned (scratch.vector_runs), for one vector access each."""
-    if base % 4:
-        return {}
-    static = [static_index(lay.shape, lay.reg_coord(r)) for r in range(lay.num_regs)]
-    return vector_runs(static, thread_index_mask(lay.shape, lay.lane_bases + lay.warp_bases), regs, msl_t)
-
-
 def _stage_whole(ctx: LoweringContext, v: Value, buf: str, base: int, is_int: bool) -> None:
     """Owners write all of v's elements, widened, at base + row-major index; consecutive
-    elements of a thread as one vector."""
+    elements of a thread as one vector (base a multiple of 4: a vector's alignment)."""
     lay = ctx.layout(v)
-    e = ctx.e
-    acc_t = "int" if is_int else "float"
-    regs = lay.owned_regs()
-    runs = _index_runs(lay, regs, base, acc_t)
-    in_run = {r0 + i for r0, w in runs.items() for i in range(1, w)}
-
-    def at(r: int) -> str:
-        return f"{f'{base}u + ' if base else ''}{row_major(lay.shape, ctx.coord(lay, r))}"
-
-    with e.guarded(ctx.owner_predicate(lay)):
-        for r in regs:
-            if r in runs:
-                e.line(write_vector(buf, acc_t, at(r), [_wide(ctx, v, r + i, is_int) for i in range(runs[r])]))
-            elif r not in in_run:
-                e.line(f"{buf}[{at(r)}] = {_wide(ctx, v, r, is_int)};")
+    static, mask = layout_parts(lay) if base % 4 == 0 else ([None] * lay.num_regs, None)
+    with ctx.e.guarded(ctx.owner_predicate(lay)):
+        write_registers(ctx, buf, "int" if is_int else "float", lay.owned_regs(), static, mask,
+                        lambda r: f"{f'{base}u + ' if base else ''}{row_major(lay.shape, ctx.coord(lay, r))}",
+                        lambda r: _wide(ctx, v, r, is_int))
 
 
-def _read_whole(ctx: LoweringContext, lay: Layout, buf: str, regs: list[int]) -> dict[int, str]:
-    """Register -> expression of its element at the row-major index of float array buf (the
-    tile's shape), reading consecutive elements of a thread as one vector (emitted here)."""
-    out = {r: f"{buf}[{row_major(lay.shape, ctx.coord(lay, r))}]" for r in regs}
-    for r0, w in _index_runs(lay, regs, 0, "float").items():
-        got = read_vector(ctx, buf, "float", w, row_major(lay.shape, ctx.coord(lay, r0)))
-        out.update({r0 + i: x for i, x in enumerate(got)})
-    return out
+def _read_whole(ctx: LoweringContext, lay: Layout, buf: str) -> dict[int, str]:
+    """Owned register -> expression of its element at the row-major index of float array buf
+    (the tile's shape), consecutive elements of a thread read as one vector (emitted here)."""
+    regs = [r for r in range(lay.num_regs) if not r & lay.reg_dup_mask]
+    return read_registers(ctx, buf, "float", regs, *layout_parts(lay),
+                          lambda r: row_major(lay.shape, ctx.coord(lay, r)))
 
 
 def _pre_conversion(ctx: LoweringContext, v: Value) -> Value:
@@ -619,7 +598,7 @@ def _lower_simdgroup(ctx: LoweringContext, a, b, c, d, M: int, N: int, K: int, d
         ctx.barrier()  # every SIMD-group has read A and B before D overwrites them
         for_active(store(0))
         ctx.barrier()
-        got = _read_whole(ctx, lc, buf, [r for r in range(lc.num_regs) if not r & lc.reg_dup_mask])
+        got = _read_whole(ctx, lc, buf)
         _define_result(ctx, d, lc, lambda r: _result(td, f"{_wide(ctx, c, r, False)} + {got[r]}", False))
         return
     # D in bands of RB rows: SIMD-groups store the tiles of the band, threads pick up the
@@ -780,7 +759,7 @@ def end_loop_accumulator(ctx: LoweringContext, dop: Op, result: Value) -> None:
     ctx.barrier()  # every SIMD-group is done with the loop's A and B tiles
     _for_active(ctx, g, store)
     ctx.barrier()
-    got = _read_whole(ctx, lay, buf, [r for r in range(lay.num_regs) if not r & lay.reg_dup_mask])
+    got = _read_whole(ctx, lay, buf)
     _define_result(ctx, result, lay, lambda r: got[r])
 
 
