@@ -59,17 +59,18 @@ def _memory(arg: Any, out: list) -> None:
         for a in arg:
             _memory(a, out)
         return
+    if isinstance(arg, np.ndarray):
+        base = arg
+        while isinstance(base.base, np.ndarray):
+            base = base.base
+        out.append(base.reshape(-1).view(np.uint8) if base.flags.c_contiguous else base.copy().reshape(-1).view(np.uint8))
+        return
     if all(hasattr(arg, a) for a in ("base", "shape", "strides")):  # a host tensor descriptor
         _memory(arg.base, out)
         return
     if hasattr(arg, "bytes_view"):  # a device buffer
         out.append(np.asarray(arg.bytes_view()))
         return
-    if isinstance(arg, np.ndarray):
-        base = arg
-        while isinstance(base.base, np.ndarray):
-            base = base.base
-        out.append(base.view(np.uint8).reshape(-1) if base.flags.c_contiguous else base.copy().view(np.uint8))
 
 
 def _digest(args) -> str:
