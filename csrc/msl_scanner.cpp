@@ -362,6 +362,7 @@ class Scanner {
     needs_fibers_ = scan_needs_fibers();
     for (auto& k : kernels_) k.needs_fibers = needs_fibers_;
     half_literals();
+    bfloat_casts();
   }
 
   std::vector<KernelDecl> kernels_;
@@ -826,6 +827,38 @@ class Scanner {
     for (const Token& p : preproc_) {
       Lexer lex(src_, file_, p.begin + 1, p.end, p.line);
       for (const Token& t : lex.run(false)) fix(t);
+    }
+  }
+
+  // `(bfloat)(x)` as `::tmps_sim::to_bfloat(x)` (tmps_metal_base.h): clang lowers a float ->
+  // bfloat conversion to an out-of-line compiler-rt call on targets without BF16 instructions;
+  // the shim's inline function rounds the same way (the same code serves that call). Only a
+  // cast of one parenthesized expression that is the whole operand; anything else keeps the
+  // compiler's conversion.
+  void bfloat_casts() {
+    for (size_t i = 0; i + 3 < toks_.size(); ++i) {
+      if (!is(toks_[i], "(") || !is(toks_[i + 1], "bfloat") || !is(toks_[i + 2], ")") || !is(toks_[i + 3], "(")) continue;
+      if (in_attr_[i]) continue;
+      if (i > 0) {  // after a name, `)` or `]` the parentheses are a call's, not a cast
+        const Token& before = toks_[i - 1];
+        if (before.kind == Tok::Ident || before.kind == Tok::Number || is(before, ")") || is(before, "]")) continue;
+      }
+      const size_t close = match_close(toks_, i + 3, toks_.size());
+      if (close + 1 >= toks_.size()) continue;
+      // The parentheses must hold the whole operand: not a cast themselves (`(bfloat)(uchar)x`)
+      // nor the start of a postfix expression (`(bfloat)(p)[i]`, `(v).x`, `(f)(y)`).
+      const Token& next = toks_[close + 1];
+      if (next.kind == Tok::Ident || next.kind == Tok::Number || next.kind == Tok::String || next.kind == Tok::Char ||
+          is(next, "(") || is(next, "[") || is(next, ".") || is(next, "->") || is(next, "++") || is(next, "--") ||
+          is(next, "{"))
+        continue;
+      bool comma = false;
+      for (size_t k = i + 4, depth = 0; k < close; ++k) {
+        if (is(toks_[k], "(") || is(toks_[k], "[") || is(toks_[k], "{")) ++depth;
+        else if (is(toks_[k], ")") || is(toks_[k], "]") || is(toks_[k], "}")) --depth;
+        else if (depth == 0 && is(toks_[k], ",")) comma = true;
+      }
+      if (!comma) edits_.push_back(Edit{toks_[i].begin, toks_[i + 2].end, "::tmps_sim::to_bfloat"});
     }
   }
 

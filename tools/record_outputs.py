@@ -16,8 +16,8 @@ pairs the launches of the two runs (same test, kernel and index) and, among pair
 hashed the same, prints every pair whose results differ.
 
 The inputs must be the same in both runs for a pair to be compared, so the plugin makes them
-repeatable: every test starts from seeds derived from its id (numpy's global and `SeedSequence()`
-without entropy, which the suite's `rng` fixture uses; torch; `random`), and torch's `empty*`
+repeatable: every test starts from seeds derived from its id (numpy's global, `SeedSequence()` and
+`default_rng()` without a seed, which the suite's tests use; torch; `random`), and torch's `empty*`
 return memory filled with one byte pattern rather than whatever the allocator left. Launches whose
 inputs still differ (memory reused from a pool, addresses or times among the inputs) are counted
 and left out, never called equal.
@@ -63,7 +63,7 @@ def _memory(arg: Any, out: list) -> None:
         base = arg
         while isinstance(base.base, np.ndarray):
             base = base.base
-        out.append(base.reshape(-1).view(np.uint8) if base.flags.c_contiguous else base.copy().reshape(-1).view(np.uint8))
+        out.append(np.ascontiguousarray(base).reshape(-1).view(np.uint8))
         return
     if all(hasattr(arg, a) for a in ("base", "shape", "strides")):  # a host tensor descriptor
         _memory(arg.base, out)
@@ -163,6 +163,12 @@ def _patch_sources() -> None:
         return real(_seed_sequence.default if entropy is None else entropy, *args, **kwargs)
 
     np.random.SeedSequence = seed_sequence
+    real_rng = np.random.default_rng
+
+    def default_rng(seed=None):  # without a seed numpy draws entropy in C, past SeedSequence
+        return real_rng(_seed_sequence.default if seed is None else seed)
+
+    np.random.default_rng = default_rng
     try:
         import torch
     except ImportError:

@@ -290,7 +290,8 @@ const std::set<std::string>& pure_functions() {
       "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "floor", "ceil", "trunc", "round", "rint", "fma", "popcount",
       "clz", "ctz", "mulhi", "mix", "sign", "copysign", "isnan", "isinf", "isfinite", "signbit", "threadgroup_static",
       "fmod", "pow", "sin", "cos", "tan", "tanh", "erf", "float", "int", "uint", "half", "bfloat", "bool", "short",
-      "ushort", "char", "uchar", "long", "ulong", "extract_bits", "insert_bits", "reverse_bits", "rotate", "absdiff", "addsat", "subsat", "hadd", "rhadd", "madhi", "madsat", "mulsat"};
+      "ushort", "char", "uchar", "long", "ulong", "extract_bits", "insert_bits", "reverse_bits", "rotate", "absdiff", "addsat", "subsat", "hadd", "rhadd", "madhi", "madsat", "mulsat",
+      "to_bfloat"};
     // the vector constructors: float2 ... ulong4
     for (const char* base : {"float", "half", "bfloat", "int", "uint", "short", "ushort", "char", "uchar", "long", "ulong", "bool"})
       for (const char* n : {"2", "3", "4"}) s.insert(std::string(base) + n);

@@ -72,6 +72,26 @@ kernel void reduce(device const float* x [[buffer(0)]],
   EXPECT_NE(cpp.find("tmps_sim_abi_version"), std::string::npos);
 }
 
+// `(bfloat)(x)` becomes the shim's inline conversion only where the parentheses hold the whole
+// operand; other casts keep the compiler's conversion (the same bits, test_sim_kernels.py).
+TEST(MslToCpp, BfloatCastsOfOneParenthesizedOperand) {
+  const std::string src = R"(kernel void k(device bfloat* y [[buffer(0)]], device const float* x [[buffer(1)]],
+                  device const uchar* u [[buffer(2)]], uint i [[thread_position_in_grid]]) {
+  y[0] = (bfloat)(x[i] * 2.0f) + (bfloat)(1.0f);
+  y[1] = (bfloat)(uchar)u[i];
+  y[2] = (bfloat)(x)[i];
+  y[3] = (bfloat)(x[i], x[0]);
+  y[4] = bfloat(x[i]);
+  y[5] = (bfloat)x[i];
+}
+)";
+  const std::string cpp = translate_for_simulator(src, "b.metal").cpp;
+  EXPECT_NE(cpp.find("y[0] = ::tmps_sim::to_bfloat(x[i] * 2.0f) + ::tmps_sim::to_bfloat(1.0f);"), std::string::npos) << cpp;
+  for (const char* kept : {"y[1] = (bfloat)(uchar)u[i];", "y[2] = (bfloat)(x)[i];", "y[3] = (bfloat)(x[i], x[0]);",
+                           "y[4] = bfloat(x[i]);", "y[5] = (bfloat)x[i];"})
+    EXPECT_NE(cpp.find(kept), std::string::npos) << kept << "\n" << cpp;
+}
+
 TEST(MslToCpp, ThreadgroupInitializerIsAnError) {
   try {
     translate_for_simulator("kernel void k(device float* a [[buffer(0)]]) {\n  threadgroup float s = 0;\n}");

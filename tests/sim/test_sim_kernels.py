@@ -300,6 +300,54 @@ def test_bfloat_arithmetic(sim, rng, n):
     np.testing.assert_array_equal((y_expr.astype(np.uint32) << 16).view(np.float32), ref)
 
 
+BFLOAT_CASTS = r"""
+#include <metal_stdlib>
+using namespace metal;
+
+// `(bfloat)(x)` is translated to the shim's inline conversion; `bfloat(x)` and an implicit
+// conversion stay the compiler's (a compiler-rt call on targets without BF16 instructions).
+kernel void bf16_casts(device const uint* bits [[buffer(0)]], device ushort* cast [[buffer(1)]],
+                       device ushort* call [[buffer(2)]], device ushort* implicit [[buffer(3)]],
+                       device ushort* from_int [[buffer(4)]], constant uint& n [[buffer(5)]],
+                       uint i [[thread_position_in_grid]]) {
+  if (i >= n) return;
+  const float f = as_type<float>(bits[i]);
+  cast[i] = as_type<ushort>((bfloat)(f * 1.0f));
+  call[i] = as_type<ushort>(bfloat(f));
+  bfloat b = f;
+  implicit[i] = as_type<ushort>(b);
+  from_int[i] = as_type<ushort>((bfloat)((int)(bits[i] >> 8u)));  // the compiler's conversion
+}
+"""
+
+
+def _bf16_bits(bits: np.ndarray) -> np.ndarray:
+    """float32 bit patterns -> bfloat16 bit patterns: nearest even; a NaN stays a quiet NaN."""
+    b = bits.astype(np.uint64)
+    nan = (b & 0x7FFFFFFF) > 0x7F800000
+    rounded = ((b + 0x7FFF + ((b >> 16) & 1)) >> 16) & 0xFFFF
+    return np.where(nan, (b >> 16) | 0x40, rounded).astype(np.uint16)
+
+
+def test_bfloat_casts_round_like_the_compiler(sim, rng):
+    """The translated cast and the compiler's conversion give the same bits on every kind of
+    float: random bit patterns (NaN payloads, subnormals, infinities) and exact ties."""
+    special = np.array([0, 0x80000000, 0x7F800000, 0xFF800000, 0x7FC00000, 0x7F800001, 0xFFBFFFFF, 0x00000001,
+                        0x007FFFFF, 0x3F808000, 0x3F818000, 0x7F7FFFFF, 0x7F7F8000, 0x33800000], dtype=np.uint32)
+    ties = (rng.integers(0, 1 << 16, 4096, dtype=np.uint32) << 16) | 0x8000
+    bits = np.concatenate([special, ties, rng.integers(0, 1 << 32, 60000, dtype=np.uint32)])
+    n = bits.size
+    k = triton_mps.compile_msl(BFLOAT_CASTS, "bf16_casts", sim)
+    outs = [poisoned(n, np.uint16) for _ in range(4)]
+    k(bits, *outs, n, grid=-(-n // 128), threads=128)
+    sim.synchronize()
+    want = _bf16_bits(bits)
+    for got in outs[:3]:
+        np.testing.assert_array_equal(got, want)
+    small = (bits >> 8).astype(np.int32).astype(np.float32)  # below 2^24: exact in float
+    np.testing.assert_array_equal(outs[3], _bf16_bits(small.view(np.uint32)))
+
+
 SCAN_SHUFFLE = r"""
 #include <metal_stdlib>
 using namespace metal;
