@@ -830,28 +830,34 @@ class Scanner {
     }
   }
 
-  // `(bfloat)(x)` as `::tmps_sim::to_bfloat(x)` (tmps_metal_base.h): clang lowers a float ->
+  // `(bfloat)(x)` and `(bfloat)name` as `::tmps_sim::to_bfloat(...)` (tmps_metal_base.h): clang lowers a float ->
   // bfloat conversion to an out-of-line compiler-rt call on targets without BF16 instructions;
   // the shim's inline function rounds the same way (the same code serves that call). Only a
-  // cast of one parenthesized expression that is the whole operand; anything else keeps the
-  // compiler's conversion.
+  // cast of one name or one parenthesized expression that is the whole operand; anything else
+  // keeps the compiler's conversion.
   void bfloat_casts() {
     for (size_t i = 0; i + 3 < toks_.size(); ++i) {
-      if (!is(toks_[i], "(") || !is(toks_[i + 1], "bfloat") || !is(toks_[i + 2], ")") || !is(toks_[i + 3], "(")) continue;
+      if (!is(toks_[i], "(") || !is(toks_[i + 1], "bfloat") || !is(toks_[i + 2], ")")) continue;
       if (in_attr_[i]) continue;
       if (i > 0) {  // after a name, `)` or `]` the parentheses are a call's, not a cast
         const Token& before = toks_[i - 1];
         if (before.kind == Tok::Ident || before.kind == Tok::Number || is(before, ")") || is(before, "]")) continue;
       }
+      auto postfix = [&](const Token& next) {
+        return next.kind == Tok::Ident || next.kind == Tok::Number || next.kind == Tok::String || next.kind == Tok::Char ||
+               is(next, "(") || is(next, "[") || is(next, ".") || is(next, "->") || is(next, "++") || is(next, "--") ||
+               is(next, "{") || is(next, "::") || is(next, "<");
+      };
+      if (toks_[i + 3].kind == Tok::Ident && i + 4 < toks_.size() && !postfix(toks_[i + 4])) {  // `(bfloat)name`
+        edits_.push_back(Edit{toks_[i].begin, toks_[i + 3].end, "::tmps_sim::to_bfloat(" + std::string(toks_[i + 3].text) + ")"});
+        continue;
+      }
+      if (!is(toks_[i + 3], "(")) continue;
       const size_t close = match_close(toks_, i + 3, toks_.size());
       if (close + 1 >= toks_.size()) continue;
       // The parentheses must hold the whole operand: not a cast themselves (`(bfloat)(uchar)x`)
       // nor the start of a postfix expression (`(bfloat)(p)[i]`, `(v).x`, `(f)(y)`).
-      const Token& next = toks_[close + 1];
-      if (next.kind == Tok::Ident || next.kind == Tok::Number || next.kind == Tok::String || next.kind == Tok::Char ||
-          is(next, "(") || is(next, "[") || is(next, ".") || is(next, "->") || is(next, "++") || is(next, "--") ||
-          is(next, "{"))
-        continue;
+      if (postfix(toks_[close + 1])) continue;
       bool comma = false;
       for (size_t k = i + 4, depth = 0; k < close; ++k) {
         if (is(toks_[k], "(") || is(toks_[k], "[") || is(toks_[k], "{")) ++depth;

@@ -575,11 +575,85 @@ class Rewriter {
     return it != locals_.end() && !it->second.uniform && !it->second.lane_local && !scalars_.count(n);
   }
 
+  // A lane array of a number vector (uint4, float2, ...) is kept as one array per component
+  // (tmps_metal_simd.h, soa): a lane loop then moves scalars, which the C++ compiler vectorizes
+  // across lanes; clang's loop vectorizer gives up on any loop that loads or stores a whole
+  // vector per lane. Only when every use is a single component (`v.x`, read or written), a whole
+  // assignment starting a statement (`v = e;`, the declaration's value) or the shuffle's own
+  // array (fast_shuffle); anything else (`v * 2`, `v.xy`, `&v`) keeps the array of vectors.
+  // Returns the component type and count, or {"", 0}.
+  static std::pair<std::string, int> number_vector(const std::string& type) {
+    static const char* const bases[] = {"float", "half", "bfloat", "int", "uint", "short", "ushort", "char", "uchar", "long", "ulong"};
+    if (type.size() < 2) return {"", 0};
+    const char n = type.back();
+    if (n < '2' || n > '4') return {"", 0};
+    const std::string base = type.substr(0, type.size() - 1);
+    for (const char* b : bases)
+      if (base == b) return {base, n - '0'};
+    return {"", 0};
+  }
+  static int component_index(const std::string& c) {
+    static const std::string xyzw = "xyzw", rgba = "rgba";
+    if (c.size() != 1) return -1;
+    size_t i = xyzw.find(c[0]);
+    if (i == std::string::npos) i = rgba.find(c[0]);
+    return i == std::string::npos ? -1 : int(i);
+  }
+  std::pair<std::string, int> soa_type(const std::string& n) const {
+    auto memo = soa_.find(n);
+    if (memo != soa_.end()) return memo->second;
+    auto& out = soa_[n];
+    const Stmt* d = locals_.at(n).decl;
+    if (!d || d->kind != Stmt::Simple || !d->is_decl) return out;
+    size_t type_at = d->b;
+    while (type_at < d->name && c_.is(type_at, "const")) ++type_at;
+    if (type_at + 1 != d->name || c_.is(d->name + 1, "[")) return out;  // one type word, not an array
+    const auto vec = number_vector(t_[type_at].text);
+    if (!vec.second) return out;
+    for (size_t k : uses_.at(n)) {
+      if (k == d->name) continue;
+      if (c_.is(k + 1, ".") && k + 2 < t_.size() && component_index(t_[k + 2].text) >= 0 && !c_.is(k + 3, "(") &&
+          !c_.is(k + 3, "."))
+        continue;
+      const bool starts = k > 0 && (c_.is(k - 1, ";") || c_.is(k - 1, "{") || c_.is(k - 1, "}") || c_.is(k - 1, ")") ||
+                                    c_.is(k - 1, "else") || c_.is(k - 1, "do"));
+      if (starts && c_.is(k + 1, "=")) continue;  // `v = e;` (lane_stmt, render)
+      return out;
+    }
+    out = {vec.first, vec.second};
+    return out;
+  }
+  bool soa(const std::string& n) const { return arrayed(n) && soa_type(n).second > 0; }
+  // `v[tmps_l] = value;` for lane array v.
+  std::string set_lane(const std::string& n, const std::string& value) const {
+    if (soa(n)) return "::tmps_sim::soa_set(" + n + ", tmps_l, " + value + ");\n";
+    return n + "[tmps_l] = " + value + ";\n";
+  }
+
   std::string render(size_t b, size_t e, bool lane) const {
     std::string out;
     for (size_t k = b; k < e; ++k) {
       const Tok& x = t_[k];
       if (!out.empty()) out += ' ';
+      if (lane && x.kind == T::Ident && !(k > b && (c_.is(k - 1, ".") || c_.is(k - 1, "->") || c_.is(k - 1, "::"))) &&
+          soa(x.text)) {
+        if (c_.is(k + 1, "=")) {  // `v = e` inside a statement rendered whole: up to `,` `;` `)` outside brackets
+          size_t end = k + 2;
+          for (int depth = 0; end < e; ++end) {
+            if (c_.is(end, "(") || c_.is(end, "[") || c_.is(end, "{")) ++depth;
+            else if (c_.is(end, ")") || c_.is(end, "]") || c_.is(end, "}")) { if (depth-- == 0) break; }
+            else if (depth == 0 && (c_.is(end, ",") || c_.is(end, ";"))) break;
+          }
+          out += "::tmps_sim::soa_set(" + x.text + ", tmps_l, " + render(k + 2, end, true) + ")";
+          k = end - 1;
+          continue;
+        }
+        const int c = k + 2 < e && c_.is(k + 1, ".") ? component_index(t_[k + 2].text) : -1;
+        if (c < 0) refuse("a lane vector kept per component used whole (line " + std::to_string(x.line) + ")");
+        out += x.text + ".c[" + std::to_string(c) + "][tmps_l]";
+        k += 2;
+        continue;
+      }
       if (x.kind == T::Ident && Collapser::matrix_word(x.text)) {
         if (k > 0 && (c_.is(k - 1, "::") || c_.is(k - 1, ".") || c_.is(k - 1, "->")))
           refuse("a qualified simdgroup_matrix name (" + x.text + ")");
@@ -620,6 +694,10 @@ class Rewriter {
       type += w;
     }
     const size_t stop = s.init ? s.init - 1 : s.e - 1;
+    if (soa(t_[s.name].text)) {
+      const auto vec = soa_type(t_[s.name].text);
+      return "::tmps_sim::soa<" + vec.first + ", " + std::to_string(vec.second) + "> " + t_[s.name].text + ";\n";
+    }
     return type + " " + t_[s.name].text + "[32]" + render(s.name + 1, stop, false) + ";\n";
   }
 
@@ -632,13 +710,15 @@ class Rewriter {
     if (s.kind == Stmt::Simple && s.is_decl && arrayed(t_[s.name].text)) {
       if (!s.init) return "";
       if (c_.is(s.init, "{")) refuse("a brace initialiser of a lane value");
-      return line_of(s.b) + t_[s.name].text + "[tmps_l] = " + render_value(s.init, s.e - 1) + ";\n";
+      return line_of(s.b) + set_lane(t_[s.name].text, render_value(s.init, s.e - 1));
     }
     check_jumps(s, 0);
     if (s.kind == Stmt::Simple && s.is_decl && s.init && !c_.is(s.init, "{"))
       return line_of(s.b) + render(s.b, s.init, true) + " " + render_value(s.init, s.e - 1) + ";\n";
-    if (s.kind == Stmt::Simple && !s.is_decl && c_.ident(s.b) && c_.is(s.b + 1, "="))
+    if (s.kind == Stmt::Simple && !s.is_decl && c_.ident(s.b) && c_.is(s.b + 1, "=")) {
+      if (soa(t_[s.b].text)) return line_of(s.b) + set_lane(t_[s.b].text, render_value(s.b + 2, s.e - 1));
       return line_of(s.b) + render(s.b, s.b + 2, true) + " " + render_value(s.b + 2, s.e - 1) + ";\n";
+    }
     return line_of(s.b) + render(s.b, s.e, true) + "\n";
   }
   // A value per lane: `c ? x : y` of two locals or numbers as ::tmps_sim::pick (tmps_metal_simd.h).
@@ -868,7 +948,7 @@ class Rewriter {
     }
     if (!comma || !uniform_range(comma + 1, close, false)) return false;
     const std::string x = t_[target].text;
-    out += std::string(kLaneLoop) + line_of(s.b) + x + "[tmps_l] = " + render(open + 1, comma, true) + ";\n}\n";
+    out += std::string(kLaneLoop) + line_of(s.b) + set_lane(x, render(open + 1, comma, true)) + "}\n";
     out += line_of(s.b) + "::tmps_sim::sg_shuffle_xor(" + x + ", (unsigned)(" + render(comma + 1, close, false) + "));\n";
     return true;
   }
@@ -882,6 +962,7 @@ class Rewriter {
   std::map<std::string, Local> locals_;
   std::map<std::string, std::vector<size_t>> uses_;  // a local's name tokens, in the body
   mutable std::set<std::string> scalars_;            // lane values local to one region (flush)
+  mutable std::map<std::string, std::pair<std::string, int>> soa_;  // soa_type, once per name
   std::map<const Stmt*, std::string> for_decls_;
   std::vector<std::pair<std::string, std::pair<size_t, size_t>>> init_ranges_;
   bool changed_ = false;

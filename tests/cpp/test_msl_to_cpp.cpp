@@ -72,8 +72,8 @@ kernel void reduce(device const float* x [[buffer(0)]],
   EXPECT_NE(cpp.find("tmps_sim_abi_version"), std::string::npos);
 }
 
-// `(bfloat)(x)` becomes the shim's inline conversion only where the parentheses hold the whole
-// operand; other casts keep the compiler's conversion (the same bits, test_sim_kernels.py).
+// `(bfloat)(x)` and `(bfloat)name` become the shim's inline conversion only where that is the
+// whole operand; other casts keep the compiler's conversion (the same bits, test_sim_kernels.py).
 TEST(MslToCpp, BfloatCastsOfOneParenthesizedOperand) {
   const std::string src = R"(kernel void k(device bfloat* y [[buffer(0)]], device const float* x [[buffer(1)]],
                   device const uchar* u [[buffer(2)]], uint i [[thread_position_in_grid]]) {
@@ -83,10 +83,13 @@ TEST(MslToCpp, BfloatCastsOfOneParenthesizedOperand) {
   y[3] = (bfloat)(x[i], x[0]);
   y[4] = bfloat(x[i]);
   y[5] = (bfloat)x[i];
+  float f = x[i];
+  y[6] = (bfloat)f + (bfloat)f.x;
 }
 )";
   const std::string cpp = translate_for_simulator(src, "b.metal").cpp;
   EXPECT_NE(cpp.find("y[0] = ::tmps_sim::to_bfloat(x[i] * 2.0f) + ::tmps_sim::to_bfloat(1.0f);"), std::string::npos) << cpp;
+  EXPECT_NE(cpp.find("y[6] = ::tmps_sim::to_bfloat(f) + (bfloat)f.x;"), std::string::npos) << cpp;
   for (const char* kept : {"y[1] = (bfloat)(uchar)u[i];", "y[2] = (bfloat)(x)[i];", "y[3] = (bfloat)(x[i], x[0]);",
                            "y[4] = bfloat(x[i]);", "y[5] = (bfloat)x[i];"})
     EXPECT_NE(cpp.find(kept), std::string::npos) << kept << "\n" << cpp;
@@ -217,6 +220,29 @@ TEST(SimdCollapse, RegionLocalValuesStayScalars) {
   EXPECT_NE(fn.find("odd[32]"), std::string::npos) << fn;
   EXPECT_EQ(fn.find("u[32]"), std::string::npos) << fn;
   EXPECT_NE(fn.find("float t = ::tmps_sim::pick(odd[tmps_l], s[tmps_l], w[tmps_l]);"), std::string::npos) << fn;
+}
+
+// A lane vector used by component only (and assigned whole at the start of a statement) is one
+// array per component, so lane loops move scalars; one used whole stays an array of vectors.
+TEST(SimdCollapse, LaneVectorsUsedByComponentAreKeptPerComponent) {
+  const std::string src = "#include <metal_stdlib>\nusing namespace metal;\n"
+                          "kernel void k(device float* x [[buffer(0)]], uint lane [[thread_index_in_simdgroup]]) {\n"
+                          "  float a = x[lane];\n"
+                          "  uint2 s = simd_shuffle_xor(uint2(as_type<uint>(a), 1u), (ushort)(1u));\n"
+                          "  float2 w = simd_shuffle_xor(float2(a, 2.0f), (ushort)(2u));\n"
+                          "  float4 p = simd_shuffle_xor(float4(a), (ushort)(4u));\n"
+                          "  if (lane == 3u) s = uint2(7u);\n"
+                          "  float2 t = w * 2.0f;\n"
+                          "  float3 q = p.xyz;\n"
+                          "  x[lane] = as_type<float>(s.x) + t.y + q.z + p.w;\n}\n";
+  auto t = translate_for_simulator(src, "c.metal");
+  ASSERT_EQ(t.collapse.at(0), "collapsed");
+  const std::string fn = t.cpp.substr(t.cpp.find("tmps_sg_fn_0"));
+  EXPECT_NE(fn.find("::tmps_sim::soa<uint, 2> s;"), std::string::npos) << fn;
+  EXPECT_NE(fn.find("if ( lane[tmps_l] == 3u ) ::tmps_sim::soa_set(s, tmps_l, uint2 ( 7u ))"), std::string::npos) << fn;
+  EXPECT_NE(fn.find("s.c[0][tmps_l]"), std::string::npos) << fn;
+  EXPECT_NE(fn.find("float2 w[32];"), std::string::npos) << fn;  // used whole
+  EXPECT_NE(fn.find("float4 p[32];"), std::string::npos) << fn;  // a swizzle of two or more
 }
 
 // The source's own pure functions (by-value parameters, no memory access, calling only pure

@@ -297,3 +297,63 @@ def test_matrix_under_lane_varying_branch_is_refused(sim, rng):
     sim.synchronize()
     np.testing.assert_array_equal(out[:64], x)
     np.testing.assert_allclose(out[64:], x[:32].astype(np.float64).sum(), rtol=1e-5)
+
+
+# Lane values that are vectors: `s` and `h` are used by component only, so a collapsed kernel keeps
+# them one array per component (vectorizable lane loops); `w` is used whole (`w * 2.0f`), so it
+# stays an array of vectors. Component writes under a lane-varying branch and a whole assignment
+# inside one exercise both forms.
+LANE_VECTORS = r"""
+#include <metal_stdlib>
+using namespace metal;
+kernel void lane_vectors(device const float* x [[buffer(0)]], device float* out [[buffer(1)]],
+                         uint gid [[thread_position_in_grid]], uint lane [[thread_index_in_simdgroup]]) {
+  float a = x[gid * 4 + 0];
+  float b = x[gid * 4 + 1];
+  float c = x[gid * 4 + 2];
+  float d = x[gid * 4 + 3];
+  uint4 s = simd_shuffle_xor(uint4(as_type<uint>(a), as_type<uint>(b), as_type<uint>(c), as_type<uint>(d)),
+                             (ushort)(1u));
+  float4 w = simd_shuffle_xor(float4(a, b, c, d), (ushort)(2u));
+  half2 h = simd_shuffle_xor(half2((half)a, (half)b), (ushort)(4u));
+  if (lane % 2 == 1) s.y = s.x;
+  if (lane == 3) s = uint4(7u);
+  float4 t = w * 2.0f;
+  out[gid * 8 + 0] = as_type<float>(s.x);
+  out[gid * 8 + 1] = as_type<float>(s.y);
+  out[gid * 8 + 2] = as_type<float>(s.z);
+  out[gid * 8 + 3] = as_type<float>(s.w);
+  out[gid * 8 + 4] = (float)h.x;
+  out[gid * 8 + 5] = (float)h.y;
+  out[gid * 8 + 6] = t.x + t.w;
+  out[gid * 8 + 7] = w.y;
+}
+"""
+
+
+def test_lane_vectors_per_component_give_the_bits_of_fibers(sim, rng, monkeypatch):
+    threads, groups = 64, 3
+    n = threads * groups
+    before = _core.sim_collapse_counts()
+    k = triton_mps.compile_msl(LANE_VECTORS, "lane_vectors", sim)
+    assert _outcome_delta(before, _core.sim_collapse_counts()) == {"collapsed": 1}
+    x = rng.standard_normal(n * 4).astype(np.float32)
+
+    def run():
+        out = np.full(n * 8, np.nan, np.float32)
+        k(x, out, grid=groups, threads=threads)
+        sim.synchronize()
+        return out.reshape(n, 8)
+
+    collapsed, fibers = collapsed_and_fibers(monkeypatch, run)
+    np.testing.assert_array_equal(collapsed.view(np.uint32), fibers.view(np.uint32))
+    v = x.reshape(n, 4)
+    i = np.arange(n)
+    lane = i % 32
+    s = v[i ^ 1].copy()
+    s[lane % 2 == 1, 1] = s[lane % 2 == 1, 0]
+    s[lane == 3] = np.uint32(7).view(np.float32)
+    w = v[i ^ 2]
+    h = v[i ^ 4, :2].astype(np.float16).astype(np.float32)
+    want = np.concatenate([s, h, (w[:, 0] * 2 + w[:, 3] * 2)[:, None], w[:, 1:2]], axis=1)
+    np.testing.assert_array_equal(collapsed.view(np.uint32), want.view(np.uint32))

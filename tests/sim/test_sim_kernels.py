@@ -304,11 +304,12 @@ BFLOAT_CASTS = r"""
 #include <metal_stdlib>
 using namespace metal;
 
-// `(bfloat)(x)` is translated to the shim's inline conversion; `bfloat(x)` and an implicit
+// `(bfloat)(x)` and `(bfloat)name` are translated to the shim's inline conversion; `bfloat(x)` and an implicit
 // conversion stay the compiler's (a compiler-rt call on targets without BF16 instructions).
 kernel void bf16_casts(device const uint* bits [[buffer(0)]], device ushort* cast [[buffer(1)]],
                        device ushort* call [[buffer(2)]], device ushort* implicit [[buffer(3)]],
-                       device ushort* from_int [[buffer(4)]], constant uint& n [[buffer(5)]],
+                       device ushort* from_int [[buffer(4)]], device ushort* named [[buffer(5)]],
+                       constant uint& n [[buffer(6)]],
                        uint i [[thread_position_in_grid]]) {
   if (i >= n) return;
   const float f = as_type<float>(bits[i]);
@@ -317,6 +318,7 @@ kernel void bf16_casts(device const uint* bits [[buffer(0)]], device ushort* cas
   bfloat b = f;
   implicit[i] = as_type<ushort>(b);
   from_int[i] = as_type<ushort>((bfloat)((int)(bits[i] >> 8u)));  // the compiler's conversion
+  named[i] = as_type<ushort>((bfloat)f);
 }
 """
 
@@ -338,11 +340,11 @@ def test_bfloat_casts_round_like_the_compiler(sim, rng):
     bits = np.concatenate([special, ties, rng.integers(0, 1 << 32, 60000, dtype=np.uint32)])
     n = bits.size
     k = triton_mps.compile_msl(BFLOAT_CASTS, "bf16_casts", sim)
-    outs = [poisoned(n, np.uint16) for _ in range(4)]
+    outs = [poisoned(n, np.uint16) for _ in range(5)]
     k(bits, *outs, n, grid=-(-n // 128), threads=128)
     sim.synchronize()
     want = _bf16_bits(bits)
-    for got in outs[:3]:
+    for got in (*outs[:3], outs[4]):
         np.testing.assert_array_equal(got, want)
     small = (bits >> 8).astype(np.int32).astype(np.float32)  # below 2^24: exact in float
     np.testing.assert_array_equal(outs[3], _bf16_bits(small.view(np.uint32)))

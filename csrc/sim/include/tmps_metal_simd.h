@@ -96,6 +96,22 @@ template<class T> inline void sg_shuffle_xor(T (&x)[32], unsigned mask) {
   for (unsigned l = 0; l < 32u; ++l) x[l] = in[l ^ m];
 }
 
+// A collapsed kernel's lane array of a number vector kept per component (sim/simd_collapse.cpp,
+// soa_type): c[k][lane] is component k of the lane's value. Lane loops then move scalars, which
+// clang vectorizes across lanes (its loop vectorizer refuses loops with vector-typed values).
+template<class T, int N> struct soa {
+  alignas(32) T c[N][32];
+};
+// `v = value` for one lane: the value converts as in an assignment to the vector type.
+template<class T, int N, class V> inline void soa_set(soa<T, N>& a, unsigned lane, const V& value) {
+  typename vec_of<T, N>::type w;
+  w = value;
+  for (int k = 0; k < N; ++k) a.c[k][lane] = w[k];
+}
+template<class T, int N> inline void sg_shuffle_xor(soa<T, N>& x, unsigned mask) {
+  for (int k = 0; k < N; ++k) sg_shuffle_xor(x.c[k], mask);
+}
+
 // One exchange as seen by the calling lane: every participant's deposit plus the group (32
 // lanes for simd_*, the caller's 4 lanes for quad_*).
 struct group_view {
