@@ -205,6 +205,14 @@ TEST(SimdCollapse, SimdgroupIndexFromLinearThreadIndex) {
         << w;
 }
 
+// The C++ of a kernel's collapsed SIMD-group function ("" when it did not collapse).
+std::string collapsed_function(const std::string& src) {
+  auto t = translate_for_simulator(src, "c.metal");
+  EXPECT_EQ(t.collapse.at(0), "collapsed");
+  const size_t at = t.cpp.find("tmps_sg_fn_0");
+  return at == std::string::npos ? "" : t.cpp.substr(at);
+}
+
 // A lane value used in one region only stays a local of its lane loop; one that crosses a
 // SIMD-group function is an array of 32. `c ? x : y` of lane values selects values (pick).
 TEST(SimdCollapse, RegionLocalValuesStayScalars) {
@@ -212,9 +220,7 @@ TEST(SimdCollapse, RegionLocalValuesStayScalars) {
                           "kernel void k(device float* x [[buffer(0)]], uint lane [[thread_index_in_simdgroup]]) {\n"
                           "  float v = x[lane];\n  float w = v * 2.0f;\n  bool odd = (lane & 1u) != 0u;\n"
                           "  float s = simd_sum(w);\n  float t = odd ? s : w;\n  float u = t + 1.0f;\n  x[lane] = u;\n}\n";
-  auto t = translate_for_simulator(src, "c.metal");
-  ASSERT_EQ(t.collapse.at(0), "collapsed");
-  const std::string fn = t.cpp.substr(t.cpp.find("tmps_sg_fn_0"));
+  const std::string fn = collapsed_function(src);
   EXPECT_EQ(fn.find("v[32]"), std::string::npos) << fn;  // v: before the sum only
   EXPECT_NE(fn.find("w[32]"), std::string::npos) << fn;  // w: the sum's operand, and after it
   EXPECT_NE(fn.find("odd[32]"), std::string::npos) << fn;
@@ -235,9 +241,7 @@ TEST(SimdCollapse, LaneVectorsUsedByComponentAreKeptPerComponent) {
                           "  float2 t = w * 2.0f;\n"
                           "  float3 q = p.xyz;\n"
                           "  x[lane] = as_type<float>(s.x) + t.y + q.z + p.w;\n}\n";
-  auto t = translate_for_simulator(src, "c.metal");
-  ASSERT_EQ(t.collapse.at(0), "collapsed");
-  const std::string fn = t.cpp.substr(t.cpp.find("tmps_sg_fn_0"));
+  const std::string fn = collapsed_function(src);
   EXPECT_NE(fn.find("::tmps_sim::soa<uint, 2> s;"), std::string::npos) << fn;
   EXPECT_NE(fn.find("if ( lane[tmps_l] == 3u ) ::tmps_sim::soa_set(s, tmps_l, uint2 ( 7u ))"), std::string::npos) << fn;
   EXPECT_NE(fn.find("s.c[0][tmps_l]"), std::string::npos) << fn;

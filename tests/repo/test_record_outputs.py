@@ -2,21 +2,21 @@
 
 from __future__ import annotations
 
-import importlib.util
+import importlib
 import json
+import sys
 from pathlib import Path
 
 import numpy as np
 import torch
 
-REPO = Path(__file__).resolve().parents[2]
+TOOLS = Path(__file__).resolve().parents[2] / "tools"
 
 
 def _tool():
-    spec = importlib.util.spec_from_file_location("record_outputs", REPO / "tools" / "record_outputs.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    if str(TOOLS) not in sys.path:
+        sys.path.append(str(TOOLS))
+    return importlib.import_module("record_outputs")
 
 
 def _write(run: Path, records: list[dict]) -> None:
