@@ -12,6 +12,11 @@
 // simdgroup_matrix is one whole 8x8 matrix of the SIMD-group (tmps_metal_matrix.h, sg_matrix):
 // simdgroup_load/store run per lane in the lane loops (each lane moves its own elements, as on
 // fibers), a multiply runs once between them. `tid >> 5` of the linear thread index is uniform.
+// A lane array of a number vector (uint4, half2, ...) that is only used by single components
+// (and assigned whole at the start of a statement) is kept one array per component
+// (tmps_metal_simd.h, soa): clang's loop vectorizer refuses any loop with vector-typed values,
+// and scalar lane loops it vectorizes across the lanes (the host's SIMD units doing the
+// SIMD-group's work).
 //
 // What the rewrite cannot prove safe it refuses, with the reason: the kernel then runs on
 // fibers as before (never silently wrong). Also left to fibers: kernels with barriers but no
