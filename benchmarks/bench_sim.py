@@ -30,6 +30,7 @@ Run: python benchmarks/bench_sim.py [--rounds 3] [--compare /path/to/old/venv/bi
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import statistics
@@ -126,14 +127,14 @@ def _kernels():
     n = 1 << 20
     x, y, o = rand(n), rand(n), torch.empty(n)
     yield ("vector add", f"n={n} fp32", lambda: add[(n // 1024, )](x, y, o, n, BLOCK=1024), n // 1024 * 128,
-           lambda: torch.add(x, y, out=o))
+           lambda: torch.add(x, y, out=o), o)
     r = 1024
     xs, os_ = rand(r, r), torch.empty(r, r)
     yield ("softmax", f"{r}x{r} fp32", lambda: softmax[(r, )](xs, os_, r, r, BLOCK=1024), r * 128,
-           lambda: torch.softmax(xs, 1))
+           lambda: torch.softmax(xs, 1), os_)
     w, bb = rand(r), rand(r)
     yield ("layer norm", f"{r}x{r} fp32", lambda: layer_norm[(r, )](xs, w, bb, os_, r, r, 1e-5, BLOCK=1024),
-           r * 128, lambda: torch.nn.functional.layer_norm(xs, (r,), w, bb, 1e-5))
+           r * 128, lambda: torch.nn.functional.layer_norm(xs, (r,), w, bb, 1e-5), os_)
     m = 256
     for dtype, acc, out_dtype, label in ((torch.float16, tl.float32, torch.float32, "fp16"),
                                          (torch.float32, tl.float32, torch.float32, "fp32"),
@@ -147,16 +148,16 @@ def _kernels():
         yield (name, f"{m}^3 {label}, 32x32x32 tiles",
                lambda a=a, b=b, c=c, acc=acc: matmul[(m // 32, m // 32)](a, b, c, m, m, m, BM=32, BN=32, BK=32,
                                                                            ACC=acc),
-               (m // 32) ** 2 * 128, lambda a=a, b=b: _torch_matmul(a, b))
+               (m // 32) ** 2 * 128, lambda a=a, b=b: _torch_matmul(a, b), c)
     heads, t, d = 4, 256, 64
     q, k, v = (rand(heads, t, d, dtype=torch.float16) for _ in range(3))
     ao = torch.empty(heads, t, d)
     yield ("attention", f"{heads} heads x {t} x {d} fp16",
            lambda: attention[(t // 32, heads)](q, k, v, ao, t, d ** -0.5, D=d, BM=32, BN=32), t // 32 * heads * 128,
-           lambda: torch.nn.functional.scaled_dot_product_attention(q, k, v))
+           lambda: torch.nn.functional.scaled_dot_product_attention(q, k, v), ao)
     xc, oc = rand(4096, 1000), torch.empty(4096, 1000)
     yield ("cumsum", "4096x1000 fp32", lambda: cumsum_rows[(4096, )](xc, oc, 1000, BLOCK=1024), 4096 * 128,
-           lambda: torch.cumsum(xc, 1))
+           lambda: torch.cumsum(xc, 1), oc)
 
 
 def _torch_matmul(a, b):
@@ -175,7 +176,7 @@ def worker(mode: str) -> None:
     sim: our backend; interpreter: the same kernels under TRITON_INTERPRET=1 (set by the parent);
     torch: torch's own CPU operators for the same work (the reference for native code)."""
     out = {}
-    for name, shape, kernel_call, threads, torch_call in _kernels():
+    for name, shape, kernel_call, threads, torch_call, result in _kernels():
         call = torch_call if mode == "torch" else kernel_call
         t0 = time.perf_counter()
         call()
@@ -189,7 +190,8 @@ def worker(mode: str) -> None:
             call()
             times.append(time.perf_counter() - t1)
         run = statistics.median(times)
-        out[name] = {"shape": shape, "build": build, "run": run, "threads": threads}
+        out[name] = {"shape": shape, "build": build, "run": run, "threads": threads,
+                     "sha256": hashlib.sha256(result.numpy().tobytes()).hexdigest()}
     json.dump(out, sys.stdout)
 
 
@@ -262,6 +264,20 @@ def main() -> None:
             rt = med((this, "torch"), k, "run")
             line += f"{rt * 1e3:>10.2f}{r / rt:>10.1f}x"
         print(line)
+    # The kernels' outputs (fixed-seed inputs, the same in every version): bit-identical results
+    # show as one hash in every round of both interpreters.
+    if args.compare:
+        differ = []
+        for k in names:
+            ours = {x[k]["sha256"] for x in runs[(this, "sim")]}
+            theirs = {x[k]["sha256"] for x in runs[(args.compare, "sim")]}
+            same = len(ours) == 1 and ours == theirs
+            print(f"sha256 {k:<14} this {sorted(ours)[0][:16]}  other {sorted(theirs)[0][:16]}  "
+                  + ("bit-identical" if same else "DIFFERENT"))
+            if not same:
+                differ.append(k)
+        if differ:
+            raise SystemExit(f"outputs differ between the two versions (or between rounds): {differ}")
 
 
 if __name__ == "__main__":

@@ -90,6 +90,23 @@ def test_runner_report_summary_ratchet(fake_upstream):
     assert "Ratchet regressions (1)" in (tmp / "out" / "summary.md").read_text()
 
 
+def test_files_that_collect_nothing_are_reported_and_the_others_run(fake_upstream):
+    """Several files: one without tests and one that fails to import are named with the reason,
+    the rest still run, and the import error makes the exit status 1."""
+    lang = fake_upstream / "up" / "python" / "test" / "unit" / "language"
+    (lang / "test_empty.py").write_text("X = 1\n")
+    (lang / "test_broken.py").write_text("raise AssertionError('Torch not compiled with CUDA enabled')\n")
+    r = subprocess.run([sys.executable, str(RUNNER), "test_empty.py", "test_broken.py", "test_fake.py",
+                        "--upstream", str(fake_upstream / "up"), "--out", str(fake_upstream / "out"),
+                        "--skips", str(fake_upstream / "skips.txt"), "--ratchet-dir", str(fake_upstream / "ratchet"),
+                        "-n", "0"], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "test_empty.py: not run, no tests" in r.stdout
+    assert "test_broken.py: not run, collection error: AssertionError: Torch not compiled with CUDA enabled" in r.stdout
+    assert "test_fake.py: 1 passed, 3 failed" in r.stdout
+    assert (fake_upstream / "out" / "test_fake" / "results.jsonl").exists()
+
+
 def test_skip_entries_need_a_reason(fake_upstream):
     (fake_upstream / "skips.txt").write_text("python/test/unit/language/test_fake.py::test_ok\n")
     r = _run(fake_upstream)

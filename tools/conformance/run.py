@@ -52,13 +52,28 @@ def env_for_run() -> dict:
     return env
 
 
+class NothingCollected(SystemExit):
+    """A file whose collection found no test: none defined, or an error importing it (`error`)."""
+
+    def __init__(self, path: str, output: str, error: bool):
+        super().__init__(f"collection of {path} found no tests:\n{output}")
+        self.path, self.output, self.error = path, output, error
+
+
 def collect(upstream: Path, path: str, python: str, args: tuple[str, ...] = ("--device", "cpu")) -> list[str]:
     cmd = [python, "-m", "pytest", path, *args, "--collect-only", "-q", "-p", "no:warnings", "-p", "no:cacheprovider"]
     out = subprocess.run(cmd, cwd=upstream, env=env_for_run(), capture_output=True, text=True)
     ids = [ln.strip() for ln in out.stdout.splitlines() if ln.startswith(path + "::")]
     if not ids:
-        raise SystemExit(f"collection of {path} found no tests:\n{out.stdout[-3000:]}\n{out.stderr[-3000:]}")
+        raise NothingCollected(path, f"{out.stdout[-3000:]}\n{out.stderr[-3000:]}", out.returncode not in (0, 5))
     return ids
+
+
+def collection_reason(output: str) -> str:
+    """The line of pytest's collection output that says why (the last `E   ` line), else its last line."""
+    lines = [ln.strip() for ln in output.splitlines() if ln.strip()]
+    errors = [ln[1:].strip() for ln in lines if ln.startswith("E ")]
+    return errors[-1] if errors else (lines[-1] if lines else "no output")
 
 
 def shard(ids: list[str], every: int, offset: int) -> list[str]:
@@ -224,7 +239,16 @@ def main(argv: list[str] | None = None) -> int:
             out = args.out / stem
         out = out.resolve()
         out.mkdir(parents=True, exist_ok=True)
-        ids = shard(collect(upstream, path, args.python), args.every, args.offset)
+        try:
+            ids = shard(collect(upstream, path, args.python), args.every, args.offset)
+        except NothingCollected as e:
+            if len(args.files) == 1:
+                raise
+            # Several files: say why this one has nothing to run and go on with the others.
+            kind = "collection error" if e.error else "no tests"
+            print(f"[conformance] {path}: not run, {kind}: {collection_reason(e.output)}", flush=True)
+            status |= int(e.error)
+            continue
         shown = "python tools/conformance/run.py " + " ".join(shlex.quote(a) for a in argv)
         suite = Suite(upstream, path, ["--device", "cpu", "-p", "tmps_conformance_plugin"],
                       ratchet_path(path, args.ratchet_dir))
