@@ -228,6 +228,25 @@ size_t match_close(const std::vector<Token>& toks, size_t open, size_t limit) {
   return toks.size();
 }
 
+// The ranges of toks (open, close) between commas outside brackets. `angles`: also outside `<...>`
+// at bracket depth 0 (template arguments in a declaration).
+std::vector<std::pair<size_t, size_t>> split_commas(const std::vector<Token>& toks, size_t open, size_t close, bool angles) {
+  std::vector<std::pair<size_t, size_t>> ranges;
+  int depth = 0, angle = 0;
+  size_t b = open + 1;
+  for (size_t i = open + 1; i < close; ++i) {
+    const Token& t = toks[i];
+    if (t.kind != Tok::Punct) continue;
+    if (is(t, "(") || is(t, "[") || is(t, "{")) ++depth;
+    else if (is(t, ")") || is(t, "]") || is(t, "}")) --depth;
+    else if (angles && depth == 0 && is(t, "<")) ++angle;
+    else if (angles && depth == 0 && is(t, ">") && angle > 0) --angle;
+    else if (depth == 0 && angle == 0 && is(t, ",")) { ranges.push_back({b, i}); b = i + 1; }
+  }
+  if (b < close) ranges.push_back({b, close});
+  return ranges;
+}
+
 bool attr_open(const std::vector<Token>& toks, size_t i, size_t limit) {
   return i + 1 < limit && is(toks[i], "[") && is(toks[i + 1], "[");
 }
@@ -565,20 +584,7 @@ class Scanner {
   }
 
   void params(KernelDecl& decl, KernelExtra& extra, size_t lp, size_t rp, bool is_kernel) {
-    // Split on top-level commas.
-    std::vector<std::pair<size_t, size_t>> ranges;
-    int depth = 0, angle = 0;
-    size_t b = lp + 1;
-    for (size_t i = lp + 1; i < rp; ++i) {
-      const Token& t = toks_[i];
-      if (t.kind != Tok::Punct) continue;
-      if (is(t, "(") || is(t, "[") || is(t, "{")) ++depth;
-      else if (is(t, ")") || is(t, "]") || is(t, "}")) --depth;
-      else if (depth == 0 && is(t, "<")) ++angle;
-      else if (depth == 0 && is(t, ">") && angle > 0) --angle;
-      else if (depth == 0 && angle == 0 && is(t, ",")) { ranges.push_back({b, i}); b = i + 1; }
-    }
-    if (b < rp) ranges.push_back({b, rp});
+    std::vector<std::pair<size_t, size_t>> ranges = split_commas(toks_, lp, rp, true);
     if (ranges.size() == 1 && ranges[0].second - ranges[0].first == 1 && is(toks_[ranges[0].first], "void")) ranges.clear();
 
     std::map<uint32_t, const ParamInfo*> buffers, groups;
@@ -858,13 +864,8 @@ class Scanner {
       // The parentheses must hold the whole operand: not a cast themselves (`(bfloat)(uchar)x`)
       // nor the start of a postfix expression (`(bfloat)(p)[i]`, `(v).x`, `(f)(y)`).
       if (postfix(toks_[close + 1])) continue;
-      bool comma = false;
-      for (size_t k = i + 4, depth = 0; k < close; ++k) {
-        if (is(toks_[k], "(") || is(toks_[k], "[") || is(toks_[k], "{")) ++depth;
-        else if (is(toks_[k], ")") || is(toks_[k], "]") || is(toks_[k], "}")) --depth;
-        else if (depth == 0 && is(toks_[k], ",")) comma = true;
-      }
-      if (!comma) edits_.push_back(Edit{toks_[i].begin, toks_[i + 2].end, "::tmps_sim::to_bfloat"});
+      if (split_commas(toks_, i + 3, close, false).size() <= 1)  // not a comma expression
+        edits_.push_back(Edit{toks_[i].begin, toks_[i + 2].end, "::tmps_sim::to_bfloat"});
     }
   }
 

@@ -31,7 +31,7 @@ from pathlib import Path
 _OUT = os.environ.get("TMPS_RECORD_MSL")
 
 
-def _current_test() -> str:
+def current_test() -> str:
     # "tests/compiler/test_reduce.py::test_sum[float32] (call)" -> "test_reduce.py::test_sum[float32]"
     current = os.environ.get("PYTEST_CURRENT_TEST", "?").rsplit(" ", 1)[0]
     return current.rsplit("/", 1)[-1]
@@ -50,7 +50,7 @@ def _recording(compile_ttgir):
         if not text.exists():
             text.write_text(compiled.msl)
         with log.open("a") as f:
-            f.write(json.dumps({"test": _current_test(), "kernel": compiled.name, "sha": sha}) + "\n")
+            f.write(json.dumps({"test": current_test(), "kernel": compiled.name, "sha": sha}) + "\n")
         return compiled
 
     return compile_and_record

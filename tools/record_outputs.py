@@ -35,14 +35,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from record_msl import current_test  # the test's key, as record_msl.py writes it
 
 _OUT = os.environ.get("TMPS_RECORD_OUTPUTS")
 _FILL = 0x5A  # the byte torch.empty* memory is filled with while recording
+_SEED = 0  # the running test's seed, for numpy's generators made without one
 
 
-def _current_test() -> str:
-    current = os.environ.get("PYTEST_CURRENT_TEST", "?").rsplit(" ", 1)[0]
-    return current.rsplit("/", 1)[-1]
+def _storage_bytes(t):
+    """A uint8 tensor over all of t's storage (a view's base too)."""
+    import torch
+
+    return torch.empty(0, dtype=torch.uint8).set_(t.untyped_storage())
 
 
 def _memory(arg: Any, out: list) -> None:
@@ -52,8 +56,7 @@ def _memory(arg: Any, out: list) -> None:
     torch = sys.modules.get("torch")
     if torch is not None and isinstance(arg, torch.Tensor):
         if arg.device.type == "cpu":
-            whole = torch.empty(0, dtype=torch.uint8).set_(arg.untyped_storage())
-            out.append(whole.numpy())
+            out.append(_storage_bytes(arg).numpy())
         return
     if isinstance(arg, (tuple, list)):
         for a in arg:
@@ -94,7 +97,7 @@ class _Log:
         before = _digest(args)
         run()
         after = _digest(args)
-        test = _current_test()
+        test = current_test()
         index = self.counts[(test, kernel)]
         self.counts[(test, kernel)] += 1
         with self.path.open("a") as f:
@@ -138,20 +141,13 @@ def _install() -> None:
 def _seed_everything(test: str) -> None:
     import numpy as np
 
-    seed = int.from_bytes(hashlib.sha256(test.encode()).digest()[:4], "little")
-    random.seed(seed)
-    np.random.seed(seed)
+    global _SEED
+    _SEED = int.from_bytes(hashlib.sha256(test.encode()).digest()[:4], "little")
+    random.seed(_SEED)
+    np.random.seed(_SEED)
     torch = sys.modules.get("torch")
     if torch is not None:
-        torch.manual_seed(seed)
-    _seed_sequence.default = seed
-
-
-class _SeedSequenceDefault:
-    default = 0
-
-
-_seed_sequence = _SeedSequenceDefault()
+        torch.manual_seed(_SEED)
 
 
 def _patch_sources() -> None:
@@ -160,13 +156,13 @@ def _patch_sources() -> None:
     real = np.random.SeedSequence
 
     def seed_sequence(entropy=None, *args, **kwargs):
-        return real(_seed_sequence.default if entropy is None else entropy, *args, **kwargs)
+        return real(_SEED if entropy is None else entropy, *args, **kwargs)
 
     np.random.SeedSequence = seed_sequence
     real_rng = np.random.default_rng
 
     def default_rng(seed=None):  # without a seed numpy draws entropy in C, past SeedSequence
-        return real_rng(_seed_sequence.default if seed is None else seed)
+        return real_rng(_SEED if seed is None else seed)
 
     np.random.default_rng = default_rng
     try:
@@ -179,7 +175,7 @@ def _patch_sources() -> None:
         def filled(*args, _real=real_empty, **kwargs):
             t = _real(*args, **kwargs)
             if t.device.type == "cpu" and t.numel():
-                torch.empty(0, dtype=torch.uint8).set_(t.untyped_storage()).fill_(_FILL)
+                _storage_bytes(t).fill_(_FILL)
             return t
 
         setattr(torch, name, filled)

@@ -57,7 +57,7 @@ class NothingCollected(SystemExit):
 
     def __init__(self, path: str, output: str, error: bool):
         super().__init__(f"collection of {path} found no tests:\n{output}")
-        self.path, self.output, self.error = path, output, error
+        self.output, self.error = output, error
 
 
 def collect(upstream: Path, path: str, python: str, args: tuple[str, ...] = ("--device", "cpu")) -> list[str]:

@@ -78,15 +78,14 @@ typedef __UINT64_TYPE__ uint64_t;
 namespace tmps_sim {
 // float -> bfloat: round to nearest even; NaN stays a quiet NaN with its sign and top payload
 // bits. The one rule for both the compiler's conversions (__truncsfbf2 below) and the
-// translated `(bfloat)(x)` casts (to_bfloat, inline: a conversion is a few integer operations,
-// not a call).
-__attribute__((always_inline)) constexpr __bf16 float_to_bfloat(float f) {
+// translated `(bfloat)(x)` casts (inline: a conversion is a few integer operations, not a
+// call). Other operand types keep the compiler's conversion.
+__attribute__((always_inline)) constexpr __bf16 to_bfloat(float f) {
   unsigned u = __builtin_bit_cast(unsigned, f);
   if ((u & 0x7fffffffu) > 0x7f800000u) return __builtin_bit_cast(__bf16, (unsigned short)((u >> 16) | 0x40u));
   u += 0x7fffu + ((u >> 16) & 1u);
   return __builtin_bit_cast(__bf16, (unsigned short)(u >> 16));
 }
-__attribute__((always_inline)) constexpr __bf16 to_bfloat(float f) { return float_to_bfloat(f); }
 template<class T> __attribute__((always_inline)) constexpr __bf16 to_bfloat(T x) { return (__bf16)x; }
 }  // namespace tmps_sim
 
@@ -98,7 +97,7 @@ template<class T> __attribute__((always_inline)) constexpr __bf16 to_bfloat(T x)
 // compiler-rt lacks; define them here (weak + hidden: one copy per kernel library, never
 // interposed by a libgcc that has its own). Round to nearest even; NaN stays a quiet NaN.
 extern "C" __attribute__((weak, visibility("hidden"))) __bf16 __truncsfbf2(float f) {
-  return ::tmps_sim::float_to_bfloat(f);
+  return ::tmps_sim::to_bfloat(f);
 }
 // half <-> float/double. With a CPU target that has F16C (x86-64-v3) or FCVT (ARMv8), clang
 // converts in hardware; on the baseline x86-64 target it calls these compiler-rt functions.
