@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <sstream>
 
+#include "checked_access.h"
 #include "errors.h"
 #include "simd_collapse.h"
 
@@ -188,9 +189,18 @@ TranslatedSource translate_for_simulator(const std::string& msl, const std::stri
       continue;
     }
     collapsed[k] = collapse_kernel(body, s.kernels[k], s.extras[k], s.extras, k, filename);
-    if (collapsed[k].ok) functions += collapsed[k].function;
+    if (collapsed[k].ok)
+      functions += check_accesses(collapsed[k].function, {"tmps_sg_fn_" + std::to_string(k)});
     out.collapse.push_back(collapsed[k].ok ? "collapsed" : collapsed[k].reason);
   }
+  // Memcheck's inline-checked loads and stores (checked_access.h) in the kernels' own bodies,
+  // after the collapse read them (it rewrites the plain source).
+  std::vector<std::string> kernel_names;
+  for (const KernelExtra& x : s.extras) {
+    const std::string n = x.cpp_name.rfind("::", 0) == 0 ? x.cpp_name.substr(2) : x.cpp_name;
+    if (n.find("::") == std::string::npos) kernel_names.push_back(n);
+  }
+  body = check_accesses(body, kernel_names);
   out.cpp = "#include <metal_stdlib>\n#line 1 " + c_string(filename) + "\n" + body + "\n" + functions +
             generate_tail(filename, s.kernels, s.extras, collapsed);
   if (functions.empty()) {

@@ -739,7 +739,13 @@ void set_fast_ranges(DispatchState& d, const LaunchSpec& spec, const std::vector
   add(reinterpret_cast<uintptr_t>(runtime()), reinterpret_cast<uintptr_t>(runtime() + 1));
   add(reinterpret_cast<uintptr_t>(&spec), reinterpret_cast<uintptr_t>(&spec + 1));
   if (!arenas_first) add_arenas();
-  if (checks & TMPS_CHECK_INTERLEAVE) d.mc.count = 0;
+  // Interleaving: no range at all (the kernels' inline checks, checked_access.h, read the
+  // ranges without the count: an unused range must be empty).
+  if (checks & TMPS_CHECK_INTERLEAVE) {
+    d.mc.count = 0;
+    std::fill(std::begin(d.mc.lo), std::end(d.mc.lo), 0);
+    std::fill(std::begin(d.mc.hi), std::end(d.mc.hi), 0);
+  }
 }
 
 // The dispatch's counters: the workers' sums, per buffer too.

@@ -1,6 +1,8 @@
 // SIMD-group collapse (simd_collapse.h): tokens -> statement tree -> uniformity -> regions.
 #include "simd_collapse.h"
 
+#include "cpp_tokens.h"
+
 #include <map>
 #include <mutex>
 #include <memory>
@@ -9,68 +11,9 @@
 
 namespace tmps {
 namespace {
-
-// ---- tokens ------------------------------------------------------------------------------------
-
-enum class T { Ident, Number, Punct, Literal, Directive };
-struct Tok {
-  T kind;
-  std::string text;
-  uint32_t line;
-};
-
-bool ident_start(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
-bool ident_char(char c) { return ident_start(c) || (c >= '0' && c <= '9'); }
-
-std::vector<Tok> tokenize(const std::string& s) {
-  static const char* kPuncts[] = {"<<=", ">>=", "...", "->", "::", "++", "--", "<<", ">>", "<=", ">=", "==", "!=",
-                                  "&&", "||", "+=", "-=", "*=", "/=", "%=", "&=", "|=", "^="};
-  std::vector<Tok> out;
-  uint32_t line = 1;
-  bool line_start = true;
-  for (size_t i = 0; i < s.size();) {
-    char c = s[i];
-    if (c == '\n') { ++line; ++i; line_start = true; continue; }
-    if (c == ' ' || c == '\t' || c == '\r' || c == '\f' || c == '\v') { ++i; continue; }
-    if (c == '/' && i + 1 < s.size() && s[i + 1] == '/') { while (i < s.size() && s[i] != '\n') ++i; continue; }
-    if (c == '/' && i + 1 < s.size() && s[i + 1] == '*') {
-      size_t e = s.find("*/", i + 2);
-      e = e == std::string::npos ? s.size() : e + 2;
-      for (size_t k = i; k < e; ++k) line += s[k] == '\n';
-      i = e;
-      continue;
-    }
-    if (c == '#' && line_start) {  // a preprocessor line (continuations included)
-      size_t b = i;
-      while (i < s.size() && !(s[i] == '\n' && s[i - 1] != '\\')) { line += (s[i] == '\n'); ++i; }
-      out.push_back({T::Directive, s.substr(b, i - b), line});
-      continue;
-    }
-    line_start = false;
-    size_t b = i;
-    if (ident_start(c)) {
-      while (i < s.size() && ident_char(s[i])) ++i;
-      out.push_back({T::Ident, s.substr(b, i - b), line});
-    } else if ((c >= '0' && c <= '9') || (c == '.' && i + 1 < s.size() && s[i + 1] >= '0' && s[i + 1] <= '9')) {
-      while (i < s.size() && (ident_char(s[i]) || s[i] == '.' ||
-                              ((s[i] == '+' || s[i] == '-') && (s[i - 1] == 'e' || s[i - 1] == 'E' || s[i - 1] == 'p' || s[i - 1] == 'P'))))
-        ++i;
-      out.push_back({T::Number, s.substr(b, i - b), line});
-    } else if (c == '"' || c == '\'') {
-      ++i;
-      while (i < s.size() && s[i] != c) i += s[i] == '\\' ? 2 : 1;
-      ++i;
-      out.push_back({T::Literal, s.substr(b, i - b), line});
-    } else {
-      std::string p(1, c);
-      for (const char* q : kPuncts)
-        if (s.compare(i, std::char_traits<char>::length(q), q) == 0) { p = q; break; }
-      i += p.size();
-      out.push_back({T::Punct, p, line});
-    }
-  }
-  return out;
-}
+using sim_tokens::T;
+using sim_tokens::Tok;
+using sim_tokens::tokenize;
 
 // An assignment operator (=, +=, <<=, ...), not a comparison.
 bool is_assign(const Tok& t) {

@@ -9,6 +9,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 SPIN = r"""
 #include <metal_stdlib>
 using namespace metal;
@@ -18,6 +20,14 @@ kernel void spin(device atomic_uint* flag [[buffer(0)]], device uint* out [[buff
                  uint i [[thread_position_in_grid]]) {
   uint n = 0;
   while (atomic_load_explicit(flag, memory_order_relaxed) != 1u) ++n;
+  out[i] = n;
+}
+// The same spin through a plain load (memcheck checks it inline: sim/checked_access.h), whose
+// check is the loop's only stop point.
+kernel void spin_plain(device volatile uint* flag [[buffer(0)]], device uint* out [[buffer(1)]],
+                       uint i [[thread_position_in_grid]]) {
+  uint n = 0;
+  while (*flag != 1u) ++n;
   out[i] = n;
 }
 kernel void twice(device const float* x [[buffer(0)]], device float* y [[buffer(1)]],
@@ -31,9 +41,9 @@ import os, signal, sys, threading, time
 import numpy as np
 import triton_mps
 
-src, mode = open(sys.argv[1]).read(), sys.argv[2]
+src, mode, kernel = open(sys.argv[1]).read(), sys.argv[2], sys.argv[3]
 dev = triton_mps.get_device("sim")
-spin = triton_mps.compile_msl(src, "spin", dev)
+spin = triton_mps.compile_msl(src, kernel, dev)
 twice = triton_mps.compile_msl(src, "twice", dev)
 flag = np.zeros(1, np.uint32)
 out = np.zeros(64, np.uint32)
@@ -56,12 +66,12 @@ print("USABLE", bool(np.array_equal(y, 2 * x)))
 """
 
 
-def _run(tmp_path, mode: str, **env) -> str:
+def _run(tmp_path, mode: str, kernel: str = "spin", **env) -> str:
     src = tmp_path / "spin.metal"
     src.write_text(SPIN)
     e = dict(os.environ, TRITON_MPS_CACHE_DIR=str(tmp_path / "cache"), **env)
     e.pop("TRITON_MPS_MEMCHECK", None)  # memcheck (the default) makes every access a stop point
-    r = subprocess.run([sys.executable, "-c", CHILD, str(src), mode], env=e, capture_output=True, text=True,
+    r = subprocess.run([sys.executable, "-c", CHILD, str(src), mode, kernel], env=e, capture_output=True, text=True,
                        timeout=120)
     assert r.returncode == 0, r.stdout + r.stderr
     return r.stdout
@@ -72,19 +82,21 @@ def _result(out: str) -> list[str]:
     return line.split(" ", 3)
 
 
-def test_ctrl_c_stops_a_runaway_kernel_within_a_second(tmp_path):
-    out = _run(tmp_path, "sigint", TRITON_MPS_TIMEOUT="60")
+@pytest.mark.parametrize("kernel", ["spin", "spin_plain"])
+def test_ctrl_c_stops_a_runaway_kernel_within_a_second(tmp_path, kernel):
+    out = _run(tmp_path, "sigint", kernel, TRITON_MPS_TIMEOUT="60")
     kind, seconds = _result(out)[1:3]
     assert kind == "KeyboardInterrupt", out
     assert float(seconds) < 0.5 + 1.0, out  # SIGINT sent at 0.5 s
     assert "USABLE True" in out, out
 
 
-def test_timeout_stops_a_runaway_kernel(tmp_path):
-    out = _run(tmp_path, "timeout", TRITON_MPS_TIMEOUT="1")
+@pytest.mark.parametrize("kernel", ["spin", "spin_plain"])
+def test_timeout_stops_a_runaway_kernel(tmp_path, kernel):
+    out = _run(tmp_path, "timeout", kernel, TRITON_MPS_TIMEOUT="1")
     _, kind, seconds, message = _result(out)
     assert kind == "DispatchError", out
-    assert "kernel 'spin' ran longer than TRITON_MPS_TIMEOUT = 1 s" in message, out
+    assert f"kernel '{kernel}' ran longer than TRITON_MPS_TIMEOUT = 1 s" in message, out
     # 1 s of the spinning worker's CPU time: at least 1 s of wall time, more on a loaded machine.
     assert 1.0 <= float(seconds) < 30.0, out
     assert "USABLE True" in out, out

@@ -24,6 +24,21 @@ kernel void shifted(device float* out [[buffer(0)]], const device float* x [[buf
   out[int(i) + shift] = v * 2.0f;
 }
 """
+# The same accesses in two other spellings. Memcheck checks `p[i]` above and `*p` inline
+# (sim/checked_access.h); `*(p + i)` (a pointer expression the rewrite does not type) through
+# AddressSanitizer's calls. Same reports, same lines.
+SHIFTED_DEREF = r"""
+#include <metal_stdlib>
+using namespace metal;
+kernel void shifted(device float* out [[buffer(0)]], const device float* x [[buffer(1)]],
+                    constant int& shift [[buffer(2)]], constant int& read_shift [[buffer(3)]],
+                    uint i [[thread_position_in_grid]]) {
+  const device float* src = x + (int(i) + read_shift); float v = *src;
+  device float* dst = out + (int(i) + shift); *dst = v * 2.0f;
+}
+"""
+SHIFTED_INSTRUMENTED = SHIFTED.replace("x[int(i) + read_shift]", "*(x + (int(i) + read_shift))").replace(
+    "out[int(i) + shift] =", "*(out + (int(i) + shift)) =")
 STORE_LINE = 8  # MSL line of the store above
 LOAD_LINE = 7
 
@@ -52,9 +67,10 @@ def _run_ok(dev, k, rng):
     np.testing.assert_allclose(out, 2.0 * x.astype(np.float64), rtol=1e-6)
 
 
-@pytest.fixture
-def shifted(sim):
-    return triton_mps.compile_msl(SHIFTED, "shifted", sim, memcheck=True)
+@pytest.fixture(params=["indexed", "deref", "instrumented"])
+def shifted(sim, request):
+    src = {"indexed": SHIFTED, "deref": SHIFTED_DEREF, "instrumented": SHIFTED_INSTRUMENTED}[request.param]
+    return triton_mps.compile_msl(src, "shifted", sim, memcheck=True)
 
 
 @pytest.mark.parametrize("shift, where, offset", [

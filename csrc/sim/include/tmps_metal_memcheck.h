@@ -86,6 +86,19 @@ TMPS_MC_FN bool tmps_mc_probe(__UINTPTR_TYPE__ a, __UINTPTR_TYPE__ n) {
   const tmps_sim_memcheck* m = tmps_sim_mc;
   return m && !m->checks && tmps_mc_fast(a, n);
 }
+// A checked access's miss (TMPS_MC_LOAD/STORE below): the range it lies in becomes the site's
+// hint, or, outside every range (the stack, a runtime structure, a bad access), the same
+// check as an instrumented access, reported at the kernel's call site.
+TMPS_MC_FN void tmps_mc_refill(__UINTPTR_TYPE__ a, __UINTPTR_TYPE__ n, unsigned write, unsigned char* hint) {
+  const tmps_sim_memcheck* m = tmps_sim_mc;
+  if (m && !m->stop && *m->interrupts == m->interrupts_at_start)
+    for (tmps_u32 i = 0; i < m->count; ++i)
+      if (a >= m->lo[i] && a < m->hi[i] && n <= m->hi[i] - a) {
+        __atomic_store_n(hint, (unsigned char)i, __ATOMIC_RELAXED);
+        return;
+      }
+  TMPS_MC_CHECK(a, n, write);
+}
 // Called before a noreturn call (the runtime's fail()): nothing to unpoison here.
 TMPS_MC_FN void __asan_handle_no_return(void) {}
 
@@ -107,6 +120,48 @@ TMPS_MC_FN void tmps_mc_atomic(const void* a, __SIZE_TYPE__ n) {
 // A kernel's translation unit: the hook is defined in the support object it links (above).
 extern "C" __attribute__((visibility("hidden"))) void tmps_mc_atomic(const void* a, __SIZE_TYPE__ n);
 #define TMPS_ATOMIC_HOOK(p, n) tmps_mc_atomic((const void*)(__UINTPTR_TYPE__)(p), (n))
+
+// Checked accesses (sim/checked_access.h: the simulator's translation writes TMPS_MC_LOAD(p)
+// for a plain `*p` read and TMPS_MC_STORE(p) for a plain `*p = v`). Inline: the access lies in
+// the dispatch range this site matched last (its hint) and no stop is requested; else the
+// support object's tmps_mc_refill, which reports as an instrumented access would. The
+// access and the check's own reads go through address space 1, which AddressSanitizer does
+// not instrument (on these targets it is ordinary memory). Hints are per site (a counter
+// modulo 4096: a shared hint only costs misses), written only with valid range indices; the
+// runtime zeroes unused ranges, so a stale hint misses.
+extern "C" __attribute__((visibility("default"))) const tmps_sim_memcheck* tmps_sim_mc;
+extern "C" __attribute__((visibility("hidden"))) void tmps_mc_refill(__UINTPTR_TYPE__ a, __UINTPTR_TYPE__ n, unsigned write,
+                                                                     unsigned char* hint);
+#define TMPS_MC_AS __attribute__((address_space(1)))
+namespace tmps_sim {
+static unsigned char mc_hints[4096];
+__attribute__((always_inline)) inline void* mc_at(const void* p, __SIZE_TYPE__ n, unsigned write, unsigned char* hint) {
+  typedef TMPS_MC_AS const tmps_sim_memcheck table;
+  table* m = *(table* TMPS_MC_AS*)(void*)&tmps_sim_mc;
+  const __UINTPTR_TYPE__ a = (__UINTPTR_TYPE__)p;
+  const unsigned i = __atomic_load_n((TMPS_MC_AS unsigned char*)hint, __ATOMIC_RELAXED);
+  if (__builtin_expect(!m || a < m->lo[i] || a + n > m->hi[i] || m->stop ||
+                           *(TMPS_MC_AS const volatile tmps_u32*)m->interrupts != m->interrupts_at_start, 0))
+    tmps_mc_refill(a, n, write, hint);
+  return (void*)p;
+}
+// Only numbers and number vectors of 2 or 4 reach these (checked_access.cpp), whose natural
+// alignment a template keeps.
+template <class T>
+__attribute__((always_inline)) inline __remove_cv(T) mc_load(T* p, unsigned char* hint) {
+  return *(TMPS_MC_AS T*)::tmps_sim::mc_at((const void*)p, sizeof(T), 0u, hint);
+}
+template <class T>
+__attribute__((always_inline)) inline TMPS_MC_AS T& mc_store(T* p, unsigned char* hint) {
+  return *(TMPS_MC_AS T*)::tmps_sim::mc_at((const void*)p, sizeof(T), 1u, hint);
+}
+}  // namespace tmps_sim
+#define TMPS_MC_LOAD(p) ::tmps_sim::mc_load((p), ::tmps_sim::mc_hints + (__COUNTER__ & 4095))
+#define TMPS_MC_STORE(p) ::tmps_sim::mc_store((p), ::tmps_sim::mc_hints + (__COUNTER__ & 4095))
+#endif
+#ifndef TMPS_MC_LOAD
+#define TMPS_MC_LOAD(p) (*(p))
+#define TMPS_MC_STORE(p) (*(p))
 #endif
 #ifndef TMPS_ATOMIC_HOOK
 #define TMPS_ATOMIC_HOOK(p, n) ((void)0)
