@@ -140,7 +140,7 @@ struct Worker {
   std::vector<Lane> lanes;
   std::vector<tmps_sim_thread> threads;
   std::vector<tmps_sim_exchange> snapshots;  // one per SIMD-group
-  std::unique_ptr<unsigned char, void (*)(void*)> arena{nullptr, std::free};
+  unsigned char* arena = nullptr;  // kMaxThreadgroupMemory bytes of the scheduler's arenas (not owned)
   std::vector<std::pair<uint32_t, void*>> statics;  // threadgroup_static id -> storage
   uint64_t tg_used = 0;                             // bytes of the arena in use
   uint64_t tg_dynamic = 0;                          // of which [[threadgroup(n)]] buffers

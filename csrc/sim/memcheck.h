@@ -10,7 +10,9 @@
 // neighbour of a torch tensor) is never touched. Limitation: an access that strays from one
 // bound buffer exactly into another is not detected (addresses carry no provenance here), nor
 // an aligned 4-byte access to the word holding the first or last element of a buffer that
-// is not word-aligned at that end (the word that narrow atomics must use).
+// is not word-aligned at that end (the word that narrow atomics must use). Threadgroup memory
+// is checked exactly only by the race check: otherwise the fast path allows the workers' whole
+// arenas (consecutive), so an overrun of the part in use is not reported.
 #pragma once
 
 #include <cstdint>

@@ -18,7 +18,7 @@ namespace {
 
 // "[[threadgroup(1)]] byte 12" or "threadgroup variable byte 12": where `off` lies in the arena.
 std::string threadgroup_place(const Worker& w, uint64_t off) {
-  const auto arena = reinterpret_cast<uintptr_t>(w.arena.get());
+  const auto arena = reinterpret_cast<uintptr_t>(w.arena);
   for (uint32_t n = 0; n < TMPS_SIM_MAX_THREADGROUP_BINDINGS; ++n) {
     if (!w.tg_buffers[n]) continue;
     const uint64_t lo = reinterpret_cast<uintptr_t>(w.tg_buffers[n]) - arena;

@@ -86,7 +86,7 @@ void* rt_threadgroup_static(tmps_u32 id, tmps_u64 size, tmps_u64 align, tmps_u32
                   " bytes");
     abort_kernel(w);
   }
-  void* p = w->arena.get() + off;
+  void* p = w->arena + off;
   std::memset(p, kPoison, size);
   w->tg_used = off + size;
   w->statics.emplace_back(id, p);
@@ -123,7 +123,7 @@ Region locate(Worker* w, uintptr_t a, uint64_t size) {
   const auto here = reinterpret_cast<uintptr_t>(__builtin_frame_address(0));
   const uintptr_t top = w->fiber_mode ? reinterpret_cast<uintptr_t>(fiber_stacks(*w)[w->current]->top()) : w->stack_top;
   if (within(a, size, here, top)) return Region::Private;
-  const auto arena = reinterpret_cast<uintptr_t>(w->arena.get());
+  const auto arena = reinterpret_cast<uintptr_t>(w->arena);
   if (within(a, size, arena, arena + w->tg_used)) return Region::Threadgroup;
   const auto self = reinterpret_cast<uintptr_t>(w);
   if (within(a, size, self, self + sizeof(Worker)) || within(a, size, w->threads) || within(a, size, w->snapshots))
@@ -158,7 +158,7 @@ void count_access(Worker* w, uintptr_t a, uint64_t size, bool write) {
     (write ? d.written_bytes : d.read_bytes)[position].mark(a - base, size);
     return;
   }
-  const auto arena = reinterpret_cast<uintptr_t>(w->arena.get());
+  const auto arena = reinterpret_cast<uintptr_t>(w->arena);
   if (a >= arena && a < arena + kMaxThreadgroupMemory) (write ? c.threadgroup_bytes_written : c.threadgroup_bytes_read) += size;
 }
 
@@ -174,7 +174,7 @@ void rt_check_access(const void* addr, tmps_u64 size, tmps_u32 is_write, const v
   const uint32_t checks = w->d->checks;
   if (!checks || r == Region::Private) return;
   if (r == Region::Threadgroup && (checks & TMPS_CHECK_RACE))
-    check_threadgroup(w, a - reinterpret_cast<uintptr_t>(w->arena.get()), size, is_write != 0, pc);
+    check_threadgroup(w, a - reinterpret_cast<uintptr_t>(w->arena), size, is_write != 0, pc);
   if (checks & TMPS_CHECK_INTERLEAVE) maybe_yield(w);
 }
 
@@ -189,7 +189,7 @@ void rt_atomic_access(const void* addr, tmps_u64 size, const void* pc) {
   const uint32_t checks = w->d->checks;
   if (!checks || r == Region::Private) return;
   if (r == Region::Threadgroup && (checks & TMPS_CHECK_RACE))
-    check_threadgroup_atomic(w, a - reinterpret_cast<uintptr_t>(w->arena.get()), size, pc);
+    check_threadgroup_atomic(w, a - reinterpret_cast<uintptr_t>(w->arena), size, pc);
   if (checks & TMPS_CHECK_INTERLEAVE) maybe_yield(w);
 }
 

@@ -220,7 +220,7 @@ void start_group(Worker& w, uint64_t g) {
       continue;
     }
     uint64_t off = (w.tg_used + 15) / 16 * 16;
-    w.tg_buffers[n] = w.arena.get() + off;
+    w.tg_buffers[n] = w.arena + off;
     std::memset(w.tg_buffers[n], kPoison, len);
     w.tg_used = off + len;
   }
@@ -449,13 +449,6 @@ bool collapse_enabled() {
   throw InvalidArgument(std::string("TRITON_MPS_SIM_COLLAPSE must be 0 or 1, got '") + v + "'");
 }
 
-// Threadgroup memory of a worker, allocated once (before the dispatch publishes its ranges).
-void ensure_arena(Worker& w) {
-  if (w.arena) return;
-  void* p = std::aligned_alloc(kArenaAlign, kMaxThreadgroupMemory + kArenaAlign);
-  if (!p) throw OutOfMemory("simulator: cannot allocate threadgroup memory");
-  w.arena.reset(static_cast<unsigned char*>(p));
-}
 
 // Per-dispatch buffers of a worker; stacks only grow.
 void prepare_worker(Worker& w, DispatchState& d) {
@@ -706,31 +699,26 @@ void check_limits(const LaunchSpec& spec, uint64_t nthreads) {
 void set_fast_ranges(DispatchState& d, const LaunchSpec& spec, const std::vector<std::unique_ptr<Worker>>& workers,
                      unsigned n, uint32_t checks) {
   // The fast path's ranges (none while counting: every access then reaches rt_check_access):
-  // the buffers (exact), the runtime table and argument arrays, and each worker's whole
-  // threadgroup arena (the slow path checks the part in use).
+  // the buffers (exact), the runtime table and argument arrays, and the workers' whole
+  // threadgroup arenas (the slow path checks the part in use).
   auto add = [&](uintptr_t lo, uintptr_t hi) {
     if (d.mc.count == TMPS_SIM_MC_RANGES) return;  // the slow path still allows what is left out
     d.mc.lo[d.mc.count] = lo;
     d.mc.hi[d.mc.count] = hi;
     ++d.mc.count;
   };
-  // The race check sees every threadgroup access; interleaving sees every access.
+  // The race check sees every threadgroup access; interleaving sees every access. The
+  // workers' arenas are consecutive (Scheduler::run): one range.
   const auto add_arenas = [&] {
-    if (!(checks & TMPS_CHECK_RACE))
-      for (unsigned i = 0; i < n; ++i) {
-        const auto a = reinterpret_cast<uintptr_t>(workers[i]->arena.get());
-        add(a, a + kMaxThreadgroupMemory);
-      }
+    if (!(checks & TMPS_CHECK_RACE)) {
+      const auto a = reinterpret_cast<uintptr_t>(workers[0]->arena);
+      add(a, a + uint64_t(n) * kMaxThreadgroupMemory);
+    }
   };
-  // The arenas first when everything fits: the fast path tries the ranges in order, and a
-  // tl.dot kernel makes most of its accesses there (staged operands, simdgroup_load/store),
-  // many times its device accesses; a buffer access pays a comparison per worker. (With more
-  // workers than fit beside the buffers, the buffers keep their places and the arenas take
-  // what is left, as the slow path allows the rest.)
-  uint32_t bound = 0;
-  for (uint32_t i = 0; i < TMPS_SIM_MAX_BUFFERS; ++i) bound += spec.buffers[i] ? 1 : 0;
-  const bool arenas_first = n + bound + 2 <= TMPS_SIM_MC_RANGES;
-  if (arenas_first) add_arenas();
+  // The arenas first: the fast path tries the ranges in order, and a tl.dot kernel makes most
+  // of its accesses there (staged operands, simdgroup_load/store), many times its device
+  // accesses.
+  add_arenas();
   for (uint32_t i = 0; i < TMPS_SIM_MAX_BUFFERS; ++i)
     if (spec.buffers[i]) {
       const auto ptr = reinterpret_cast<uintptr_t>(spec.buffers[i]);
@@ -738,7 +726,6 @@ void set_fast_ranges(DispatchState& d, const LaunchSpec& spec, const std::vector
     }
   add(reinterpret_cast<uintptr_t>(runtime()), reinterpret_cast<uintptr_t>(runtime() + 1));
   add(reinterpret_cast<uintptr_t>(&spec), reinterpret_cast<uintptr_t>(&spec + 1));
-  if (!arenas_first) add_arenas();
   // Interleaving: no range at all (the kernels' inline checks, checked_access.h, read the
   // ranges without the count: an unused range must be empty).
   if (checks & TMPS_CHECK_INTERLEAVE) {
@@ -861,7 +848,15 @@ DispatchCounters Scheduler::run(const LaunchSpec& spec) {
     workers_.push_back(std::make_unique<Worker>());
     workers_.back()->stack_bytes = stack_bytes_;
   }
-  for (unsigned i = 0; i < n; ++i) ensure_arena(*workers_[i]);
+  // Threadgroup memory: one block for every worker, allocated once (before the dispatch
+  // publishes its ranges), so that memcheck's fast path sees the workers' arenas as one range
+  // (a checked access's hint, checked_access.h, is then the same whichever worker runs it).
+  if (!arenas_) {
+    void* p = std::aligned_alloc(kArenaAlign, size_t(num_workers_) * kMaxThreadgroupMemory);
+    if (!p) throw OutOfMemory("simulator: cannot allocate threadgroup memory");
+    arenas_.reset(static_cast<unsigned char*>(p));
+  }
+  for (unsigned i = 0; i < n; ++i) workers_[i]->arena = arenas_.get() + size_t(i) * kMaxThreadgroupMemory;
   if (spec.memcheck_slot && !d.counting) set_fast_ranges(d, spec, workers_, n, checks);
   if (spec.memcheck_slot) {
     d.mc.checks = checks;

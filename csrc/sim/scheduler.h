@@ -12,6 +12,7 @@
 
 #include <array>
 #include <cstdint>
+#include <cstdlib>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -120,6 +121,8 @@ class Scheduler {
   size_t stack_bytes_;
   std::mutex mu_;
   std::vector<std::unique_ptr<Worker>> workers_;  // kept across dispatches: stacks are reused
+  // Every worker's threadgroup memory, consecutive (Worker::arena points into it).
+  std::unique_ptr<unsigned char, void (*)(void*)> arenas_{nullptr, std::free};
   std::unique_ptr<Watchdog> watchdog_;             // started at the first dispatch
 };
 
