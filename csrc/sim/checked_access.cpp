@@ -40,18 +40,7 @@ class Finder {
   bool is(size_t i, const char* s) const { return i < t_.size() && t_[i].kind == T::Punct && t_[i].text == s; }
   bool ident(size_t i) const { return i < t_.size() && t_[i].kind == T::Ident; }
 
-  // i at ( [ {: its partner, or npos.
-  size_t match(size_t i) const {
-    const std::string open = t_[i].text;
-    const std::string close = open == "(" ? ")" : open == "[" ? "]" : "}";
-    int depth = 0;
-    for (size_t k = i; k < t_.size(); ++k) {
-      if (t_[k].kind != T::Punct) continue;
-      if (t_[k].text == open) ++depth;
-      else if (t_[k].text == close && --depth == 0) return k;
-    }
-    return std::string::npos;
-  }
+  size_t match(size_t i) const { return sim_tokens::matching(t_, i); }  // npos if unbalanced
 
   // `[qualifiers] TYPE [qualifiers] *` ending at the '*' at k: the type word, or "" if the
   // tokens before k are not such a type (one type word, starting after `b_ok` punctuation).

@@ -56,4 +56,16 @@ std::vector<Tok> tokenize(const std::string& s) {
   return out;
 }
 
+size_t matching(const std::vector<Tok>& t, size_t i) {
+  const std::string& open = t[i].text;
+  const char* close = open == "(" ? ")" : open == "[" ? "]" : "}";
+  int depth = 0;
+  for (size_t k = i; k < t.size(); ++k) {
+    if (t[k].kind != T::Punct) continue;
+    if (t[k].text == open) ++depth;
+    else if (t[k].text == close && --depth == 0) return k;
+  }
+  return std::string::npos;
+}
+
 }  // namespace tmps::sim_tokens

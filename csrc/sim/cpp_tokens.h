@@ -21,4 +21,7 @@ struct Tok {
 
 std::vector<Tok> tokenize(const std::string& s);
 
+// t[i] is ( [ or {: the index of its partner, or std::string::npos if unbalanced.
+size_t matching(const std::vector<Tok>& t, size_t i);
+
 }  // namespace tmps::sim_tokens

@@ -51,15 +51,9 @@ class Collapser {
   bool ident(size_t i) const { return i < t_.size() && t_[i].kind == T::Ident; }
 
   size_t match(size_t i) const {  // i at ( [ {: the index of its partner
-    const std::string open = t_[i].text;
-    const std::string close = open == "(" ? ")" : open == "[" ? "]" : "}";
-    int depth = 0;
-    for (size_t k = i; k < t_.size(); ++k) {
-      if (t_[k].kind != T::Punct) continue;
-      if (t_[k].text == open) ++depth;
-      else if (t_[k].text == close && --depth == 0) return k;
-    }
-    refuse("unbalanced brackets");
+    const size_t k = sim_tokens::matching(t_, i);
+    if (k == std::string::npos) refuse("unbalanced brackets");
+    return k;
   }
 
   // Unary * or & at k (not multiplication / bitwise and), in a range starting at b: the token
