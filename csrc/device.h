@@ -32,6 +32,7 @@ struct DeviceInfo {
   uint64_t max_buffer_length = 0;
   bool is_simulator = false;
   bool is_emulated = false;          // the Metal backend on the emulated Metal runtime (Linux, csrc/metal_emu/)
+  uint32_t cpu_threads = 0;          // the simulator: worker threads that run a dispatch; 0 on a GPU
   std::string msl_version = "3.2";  // newest Metal Shading Language the OS compiles ("3.1" on macOS 14)
 };
 

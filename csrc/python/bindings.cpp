@@ -68,6 +68,7 @@ nb::dict info_dict(const DeviceInfo& i) {
   d["max_buffer_length"] = i.max_buffer_length;
   d["is_simulator"] = i.is_simulator;
   d["is_emulated"] = i.is_emulated;
+  d["cpu_threads"] = i.cpu_threads;
   d["msl_version"] = i.msl_version;
   return d;
 }

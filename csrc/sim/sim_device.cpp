@@ -594,6 +594,7 @@ SimDevice::SimDevice() : scheduler_(std::make_shared<Scheduler>()), counters_(st
   info_.max_buffer_bindings = TMPS_SIM_MAX_BUFFERS;
   info_.max_buffer_length = info_.recommended_working_set;
   info_.is_simulator = true;
+  info_.cpu_threads = scheduler_->workers();
 }
 
 SimDevice::~SimDevice() = default;
