@@ -42,8 +42,8 @@ class Finder {
 
   size_t match(size_t i) const { return sim_tokens::matching(t_, i); }  // npos if unbalanced
 
-  // `[qualifiers] TYPE [qualifiers] *` ending at the '*' at k: the type word, or "" if the
-  // tokens before k are not such a type (one type word, starting after `b_ok` punctuation).
+  // `[qualifiers] TYPE [qualifiers] *` ending at the '*' at k (not looking before lo): the
+  // type word, or "" if the words before k hold more than one type word.
   std::string pointer_type_before(size_t k, size_t lo) const {
     std::string type;
     size_t q = k;

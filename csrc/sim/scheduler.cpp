@@ -573,20 +573,15 @@ unsigned default_workers() {
       throw InvalidArgument(std::string("TRITON_MPS_SIM_THREADS must be a number of worker threads from 1 to 4096, got '") + s + "'");
     return static_cast<unsigned>(v);
   }
-  // The CPUs this process may run on, shared with the other worker processes of a parallel
-  // pytest run (pytest-xdist's -n N runs N processes side by side, each with a simulator:
-  // all of them using every CPU oversubscribes the machine N times, and a dispatch waits for
-  // its slowest worker thread; measured, two test_conversions iterations side by side on 2
-  // CPUs: 1 thread each 9% faster than 2).
+  // The CPUs this process may run on. Not divided among pytest-xdist's worker processes:
+  // measured on 2 CPUs, two test_conversions iterations side by side ran 9% faster with one
+  // thread each, but the whole file under -n 2 took 22.0 min instead of 20.1 (a worker left
+  // alone at the end runs on one CPU).
   unsigned cpus = std::thread::hardware_concurrency();
 #ifdef __linux__
   cpu_set_t set;
   if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0) cpus = static_cast<unsigned>(CPU_COUNT(&set));
 #endif
-  if (const char* w = std::getenv("PYTEST_XDIST_WORKER_COUNT"); w && *w) {
-    const long n = std::strtol(w, nullptr, 10);
-    if (n > 1) cpus /= static_cast<unsigned>(std::min<long>(n, 4096));
-  }
   return cpus ? cpus : 1;
 }
 

@@ -96,8 +96,7 @@ class Watchdog;
 
 class Scheduler {
  public:
-  // workers == 0: $TRITON_MPS_SIM_THREADS, else the CPUs this process may use, divided by
-  // $PYTEST_XDIST_WORKER_COUNT (pytest-xdist's worker processes) when set.
+  // workers == 0: $TRITON_MPS_SIM_THREADS, else the CPUs this process may use (affinity).
   // stack_bytes == 0: $TRITON_MPS_SIM_STACK_KB, else 256 KiB.
   explicit Scheduler(unsigned workers = 0, size_t stack_bytes = 0);
   ~Scheduler();

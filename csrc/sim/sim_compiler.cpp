@@ -350,7 +350,10 @@ void build_flags(std::vector<std::string>& argv, const CompileOptions& options, 
                           // accesses proven in bounds of a local are not checked: a collapsed
                           // kernel's lane arrays (sim/simd_collapse.h) indexed by the lane
                           "-mllvm", "-asan-use-stack-safety=1",
-                          "-gline-tables-only", "-fdebug-compilation-dir=.", "-DTMPS_SIM_MEMCHECK=1"})
+                          // DWARF 4: binutils' addr2line (memcheck.cpp) misses the inlined
+                          // frames of a split range in DWARF 5 (rnglistx), i.e. the kernel line
+                          // of a shim function's out-of-line call (a checked access's miss)
+                          "-gline-tables-only", "-gdwarf-4", "-fdebug-compilation-dir=.", "-DTMPS_SIM_MEMCHECK=1"})
       argv.push_back(f);
   } else {
     argv.push_back("-g0");

@@ -22,8 +22,8 @@ kernel void spin(device atomic_uint* flag [[buffer(0)]], device uint* out [[buff
   while (atomic_load_explicit(flag, memory_order_relaxed) != 1u) ++n;
   out[i] = n;
 }
-// The same spin through a plain load (memcheck checks it inline: sim/checked_access.h), whose
-// check is the loop's only stop point.
+// The same spin through a plain load (memcheck checks it inline in -O2 builds:
+// sim/checked_access.h), whose check is the loop's only stop point.
 kernel void spin_plain(device volatile uint* flag [[buffer(0)]], device uint* out [[buffer(1)]],
                        uint i [[thread_position_in_grid]]) {
   uint n = 0;
@@ -84,7 +84,7 @@ def _result(out: str) -> list[str]:
 
 @pytest.mark.parametrize("kernel", ["spin", "spin_plain"])
 def test_ctrl_c_stops_a_runaway_kernel_within_a_second(tmp_path, kernel):
-    out = _run(tmp_path, "sigint", kernel, TRITON_MPS_TIMEOUT="60")
+    out = _run(tmp_path, "sigint", kernel, TRITON_MPS_TIMEOUT="60", TRITON_MPS_SIM_OPT="2")
     kind, seconds = _result(out)[1:3]
     assert kind == "KeyboardInterrupt", out
     assert float(seconds) < 0.5 + 1.0, out  # SIGINT sent at 0.5 s
@@ -93,7 +93,7 @@ def test_ctrl_c_stops_a_runaway_kernel_within_a_second(tmp_path, kernel):
 
 @pytest.mark.parametrize("kernel", ["spin", "spin_plain"])
 def test_timeout_stops_a_runaway_kernel(tmp_path, kernel):
-    out = _run(tmp_path, "timeout", kernel, TRITON_MPS_TIMEOUT="1")
+    out = _run(tmp_path, "timeout", kernel, TRITON_MPS_TIMEOUT="1", TRITON_MPS_SIM_OPT="2")
     _, kind, seconds, message = _result(out)
     assert kind == "DispatchError", out
     assert f"kernel '{kernel}' ran longer than TRITON_MPS_TIMEOUT = 1 s" in message, out

@@ -4,6 +4,8 @@
 // ASan runtime: these definitions receive the calls and ask the simulator runtime whether
 // the access lies inside memory the kernel may touch (a bound buffer, this threadgroup's
 // memory, the thread's own stack, ...). A bad access aborts the dispatch before it happens.
+// The plain loads and stores of a kernel's body skip the call when they hit the range they hit
+// last (TMPS_MC_LOAD/STORE below, written by the simulator's translation: checked_access.h).
 // The callbacks themselves are not instrumented. The return address identifies the access
 // for the error message (the runtime maps it to the MSL line).
 // They are compiled once into the simulator's support object (TMPS_SIM_SUPPORT, see
@@ -121,6 +123,7 @@ TMPS_MC_FN void tmps_mc_atomic(const void* a, __SIZE_TYPE__ n) {
 extern "C" __attribute__((visibility("hidden"))) void tmps_mc_atomic(const void* a, __SIZE_TYPE__ n);
 #define TMPS_ATOMIC_HOOK(p, n) tmps_mc_atomic((const void*)(__UINTPTR_TYPE__)(p), (n))
 
+#if defined(__OPTIMIZE__)
 // Checked accesses (sim/checked_access.h: the simulator's translation writes TMPS_MC_LOAD(p)
 // for a plain `*p` read and TMPS_MC_STORE(p) for a plain `*p = v`). Inline: the access lies in
 // the dispatch range this site matched last (its hint) and no stop is requested; else the
@@ -130,8 +133,10 @@ extern "C" __attribute__((visibility("hidden"))) void tmps_mc_atomic(const void*
 // modulo 4096: a shared hint only costs misses), written only with valid range indices; the
 // runtime zeroes unused ranges, so a stale hint misses.
 extern "C" __attribute__((visibility("default"))) const tmps_sim_memcheck* tmps_sim_mc;
-extern "C" __attribute__((visibility("hidden"))) void tmps_mc_refill(__UINTPTR_TYPE__ a, __UINTPTR_TYPE__ n, unsigned write,
-                                                                     unsigned char* hint);
+// nomerge: each site keeps its own call, whose return address names its MSL line (merged
+// calls of several sites have none).
+extern "C" __attribute__((visibility("hidden"), nomerge)) void tmps_mc_refill(__UINTPTR_TYPE__ a, __UINTPTR_TYPE__ n,
+                                                                              unsigned write, unsigned char* hint);
 #define TMPS_MC_AS __attribute__((address_space(1)))
 namespace tmps_sim {
 static unsigned char mc_hints[4096];
@@ -158,7 +163,12 @@ __attribute__((always_inline)) inline TMPS_MC_AS T& mc_store(T* p, unsigned char
 }  // namespace tmps_sim
 #define TMPS_MC_LOAD(p) ::tmps_sim::mc_load((p), ::tmps_sim::mc_hints + (__COUNTER__ & 4095))
 #define TMPS_MC_STORE(p) ::tmps_sim::mc_store((p), ::tmps_sim::mc_hints + (__COUNTER__ & 4095))
+#endif  // __OPTIMIZE__
 #endif
+// Without memcheck, and in -O0 builds (the quick tier, TRITON_MPS_SIM_OPT: kernels that have
+// not run long), the plain access: the inline check costs build time (measured 15-25% more
+// compiler time per kernel) that pays only in kernels that run long, which the tier rebuilds
+// at -O2; at -O0 AddressSanitizer's calls check the access.
 #ifndef TMPS_MC_LOAD
 #define TMPS_MC_LOAD(p) (*(p))
 #define TMPS_MC_STORE(p) (*(p))
