@@ -716,18 +716,17 @@ void set_fast_ranges(DispatchState& d, const LaunchSpec& spec, const std::vector
     d.mc.hi[d.mc.count] = hi;
     ++d.mc.count;
   };
-  // The race check sees every threadgroup access; interleaving sees every access. The
-  // workers' arenas are consecutive (Scheduler::run): one range.
-  const auto add_arenas = [&] {
-    if (!(checks & TMPS_CHECK_RACE)) {
-      const auto a = reinterpret_cast<uintptr_t>(workers[0]->arena);
-      add(a, a + uint64_t(n) * kMaxThreadgroupMemory);
-    }
-  };
+  // Interleaving sees every access: no range at all (d.mc starts empty; the kernels' inline
+  // checks, checked_access.h, read the ranges without the count).
+  if (checks & TMPS_CHECK_INTERLEAVE) return;
   // The arenas first: the fast path tries the ranges in order, and a tl.dot kernel makes most
   // of its accesses there (staged operands, simdgroup_load/store), many times its device
-  // accesses.
-  add_arenas();
+  // accesses. The workers' arenas are consecutive (Scheduler::run): one range. The race check
+  // sees every threadgroup access.
+  if (!(checks & TMPS_CHECK_RACE)) {
+    const auto a = reinterpret_cast<uintptr_t>(workers[0]->arena);
+    add(a, a + uint64_t(n) * kMaxThreadgroupMemory);
+  }
   for (uint32_t i = 0; i < TMPS_SIM_MAX_BUFFERS; ++i)
     if (spec.buffers[i]) {
       const auto ptr = reinterpret_cast<uintptr_t>(spec.buffers[i]);
@@ -735,13 +734,6 @@ void set_fast_ranges(DispatchState& d, const LaunchSpec& spec, const std::vector
     }
   add(reinterpret_cast<uintptr_t>(runtime()), reinterpret_cast<uintptr_t>(runtime() + 1));
   add(reinterpret_cast<uintptr_t>(&spec), reinterpret_cast<uintptr_t>(&spec + 1));
-  // Interleaving: no range at all (the kernels' inline checks, checked_access.h, read the
-  // ranges without the count: an unused range must be empty).
-  if (checks & TMPS_CHECK_INTERLEAVE) {
-    d.mc.count = 0;
-    std::fill(std::begin(d.mc.lo), std::end(d.mc.lo), 0);
-    std::fill(std::begin(d.mc.hi), std::end(d.mc.hi), 0);
-  }
 }
 
 // The dispatch's counters: the workers' sums, per buffer too.
