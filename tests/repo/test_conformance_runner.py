@@ -90,21 +90,36 @@ def test_runner_report_summary_ratchet(fake_upstream):
     assert "Ratchet regressions (1)" in (tmp / "out" / "summary.md").read_text()
 
 
-def test_files_that_collect_nothing_are_reported_and_the_others_run(fake_upstream):
+@pytest.mark.parametrize("mode", ["one session", "--per-file"])
+def test_files_that_collect_nothing_are_reported_and_the_others_run(fake_upstream, mode):
     """Several files: one without tests and one that fails to import are named with the reason,
-    the rest still run, and the import error makes the exit status 1."""
+    the rest still run (by default all in one pytest session, as `pytest <files>` would, with a
+    report per file and a table of the files), and the import error makes the exit status 1."""
     lang = fake_upstream / "up" / "python" / "test" / "unit" / "language"
     (lang / "test_empty.py").write_text("X = 1\n")
     (lang / "test_broken.py").write_text("raise AssertionError('Torch not compiled with CUDA enabled')\n")
-    r = subprocess.run([sys.executable, str(RUNNER), "test_empty.py", "test_broken.py", "test_fake.py",
-                        "--upstream", str(fake_upstream / "up"), "--out", str(fake_upstream / "out"),
+    (lang / "test_other.py").write_text("def test_one():\n    pass\n\ndef test_two():\n    assert False\n")
+    out = fake_upstream / "out"
+    r = subprocess.run([sys.executable, str(RUNNER), "test_empty.py", "test_broken.py", "test_fake.py", "test_other.py",
+                        "--upstream", str(fake_upstream / "up"), "--out", str(out),
                         "--skips", str(fake_upstream / "skips.txt"), "--ratchet-dir", str(fake_upstream / "ratchet"),
-                        "-n", "0"], capture_output=True, text=True, timeout=300)
+                        "-n", "0", *([mode] if mode.startswith("--") else [])],
+                       capture_output=True, text=True, timeout=300)
     assert r.returncode == 1, r.stdout + r.stderr
     assert "test_empty.py: not run, no tests" in r.stdout
     assert "test_broken.py: not run, collection error: AssertionError: Torch not compiled with CUDA enabled" in r.stdout
-    assert "test_fake.py: 1 passed, 3 failed" in r.stdout
-    assert (fake_upstream / "out" / "test_fake" / "results.jsonl").exists()
+    assert "test_fake.py: 1 passed, 3 failed, 1 skipped" in r.stdout
+    assert "test_other.py: 1 passed, 1 failed, 0 skipped" in r.stdout
+    fake = [json.loads(ln)["id"] for ln in (out / "test_fake" / "results.jsonl").open()]
+    other = [json.loads(ln)["id"] for ln in (out / "test_other" / "results.jsonl").open()]
+    assert len(fake) == 5 and all("test_fake.py::" in i for i in fake)
+    assert sorted(other) == [f"python/test/unit/language/test_other.py::test_{n}" for n in ("one", "two")]
+    if mode == "one session":
+        assert r.stdout.count("one session") == 1 and (out / "ids.txt").read_text().count("\n") == 7
+        table = (out / "summary.md").read_text()
+        assert "| test_fake.py | 1 | 3 | 1 |" in table and "| test_other.py | 1 | 1 | 0 |" in table
+        assert "| test_broken.py | not run: collection error: AssertionError" in table
+        assert "1 skipped**; its tests took" in (out / "test_fake" / "summary.md").read_text()
 
 
 def test_skip_entries_need_a_reason(fake_upstream):
