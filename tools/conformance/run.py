@@ -213,13 +213,9 @@ def run_pytest(upstream: Path, paths: list[str], pytest_args: list[str], ids: li
 def report_suite(suite: Suite, ids: list[str], records: list[dict], seconds: float, out: Path,
                  args: argparse.Namespace, shown: str, summary_extra: Callable[[list[dict]], str] | None = None,
                  timing: str = "") -> int:
-    """Write results.jsonl (unless it is there) and summary.md of one file's `records` to `out`,
-    print its line, check/update the ratchet. Returns 1 on a ratchet regression with
-    --check-ratchet, else 0."""
+    """Write summary.md of one file's `records` to `out`, print its line, check/update the
+    ratchet. Returns 1 on a ratchet regression with --check-ratchet, else 0."""
     path = suite.path
-    report = out / "results.jsonl"
-    if not report.exists():
-        report.write_text("".join(json.dumps(r) + "\n" for r in records))
     outcome = {r["id"]: r["outcome"] for r in records}
     ratchet = read_ratchet(suite.ratchet)
     ran = set(ids) if not args.k else set(outcome)
@@ -272,8 +268,8 @@ def run_together(upstream: Path, paths: list[str], ids: dict[str, list[str]], no
             continue
         sub = out / Path(p).stem
         sub.mkdir(parents=True, exist_ok=True)
-        (sub / "results.jsonl").unlink(missing_ok=True)
         rs = by_file.get(p, [])
+        (sub / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rs))
         busy = sum(r.get("duration", 0.0) for r in rs)
         status |= report_suite(Suite(upstream, p, PYTEST_ARGS, ratchet_path(p, args.ratchet_dir)), ids[p], rs, seconds,
                                sub, args, shown, timing=f"its tests took {busy / 60:.1f} min of the session's "
