@@ -122,57 +122,6 @@ def test_files_that_collect_nothing_are_reported_and_the_others_run(fake_upstrea
         assert "1 skipped**; its tests took" in (out / "test_fake" / "summary.md").read_text()
 
 
-def test_long_tests_start_each_workers_share(fake_upstream):
-    """The known-long tests (the plugin's _SLOW list) start each xdist worker's slice of the
-    collection (worksteal hands worker k the k-th contiguous slice and idle workers steal from the
-    end of a queue), so no worker ends on a queue of long tests; without xdist they run first.
-    The others keep their order."""
-    lang = fake_upstream / "up" / "python" / "test" / "unit" / "language"
-    (lang / "test_conversions.py").write_text(textwrap.dedent('''
-        import pytest
-
-        def test_first_in_file():
-            pass
-
-        @pytest.mark.parametrize("x", ["a", "b"])
-        def test_typeconvert_downcast(x):
-            pass
-
-        def test_last_in_file():
-            pass
-    '''))
-    out = fake_upstream / "out"
-
-    def run(*args):
-        return subprocess.run([sys.executable, str(RUNNER), "test_conversions.py",
-                               "--upstream", str(fake_upstream / "up"), "--out", str(out),
-                               "--skips", str(fake_upstream / "skips.txt"),
-                               "--ratchet-dir", str(fake_upstream / "ratchet"), *args],
-                              capture_output=True, text=True, timeout=300)
-
-    r = run("-n", "0")
-    assert r.returncode == 0, r.stdout + r.stderr
-    order = [json.loads(ln)["id"].split("::")[1] for ln in (out / "results.jsonl").open()]
-    assert order == ["test_typeconvert_downcast[a]", "test_typeconvert_downcast[b]", "test_first_in_file",
-                     "test_last_in_file"]
-    r = run("-n", "2")
-    assert r.returncode == 0, r.stdout + r.stderr
-    assert len((out / "results.jsonl").read_text().splitlines()) == 4
-
-    sys.path.insert(0, str(RUNNER.parent))
-    try:
-        from tmps_conformance_plugin import spread_long_tests
-    finally:
-        sys.path.remove(str(RUNNER.parent))
-    items = [f"s{i}" for i in range(10)] + ["L0", "L1", "L2"]
-    is_long = lambda s: s.startswith("L")  # noqa: E731
-    # 13 items over 2 workers: worksteal gives the first 6 to one, 7 to the other
-    assert spread_long_tests(items, is_long, 2) == ["L0", "L2", "s0", "s1", "s2", "s3",
-                                                    "L1", "s4", "s5", "s6", "s7", "s8", "s9"]
-    assert spread_long_tests(items, is_long, 1) == ["L0", "L1", "L2", *items[:10]]
-    assert sorted(spread_long_tests(items, is_long, 3)) == sorted(items)
-
-
 def test_skip_entries_need_a_reason(fake_upstream):
     (fake_upstream / "skips.txt").write_text("python/test/unit/language/test_fake.py::test_ok\n")
     r = _run(fake_upstream)

@@ -198,10 +198,7 @@ def run_pytest(upstream: Path, paths: list[str], pytest_args: list[str], ids: li
            "-q", "--tb=no", "--no-header", "-rN", f"--timeout={args.timeout}", "--tmps-ids", str(out / "ids.txt"),
            "--tmps-skips", str(args.skips.resolve()), "--tmps-report", str(report)]
     if args.workers not in ("0", ""):
-        # worksteal: a worker that runs out takes the end of another's queue; with the plugin's
-        # order (each worker's share of the long tests at the start of its slice) no worker is
-        # left running a queue of long tests alone at the end.
-        cmd += ["-n", str(args.workers), "--dist", "worksteal"]
+        cmd += ["-n", str(args.workers)]
     if args.k:
         cmd += ["-k", args.k]
     cmd += extra

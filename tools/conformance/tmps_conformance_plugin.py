@@ -55,35 +55,12 @@ def pytest_collection_modifyitems(session, config, items):
         seconds = _SLOW.get(_rel_id(config, it).split("[")[0])
         if seconds and seconds > (config.getoption("timeout", None) or 0):
             it.add_marker(pytest.mark.timeout(seconds))
-    workers = int(getattr(config, "workerinput", {}).get("workercount", 1))
-    items[:] = spread_long_tests(items, lambda it: _rel_id(config, it).split("[")[0] in _SLOW, workers)
-
-
-def spread_long_tests(items: list, is_long, workers: int) -> list:
-    """`items` reordered so that each of `workers` xdist workers starts with its share of the long
-    tests: xdist's worksteal scheduler gives worker k the k-th contiguous slice of the list, and an
-    idle worker steals from the end of another's queue (the short tests). In collection order all
-    the long downcast tests fell into the first worker's slice, one after another, and it ran
-    alone at the end (measured on 2 cores: 6 of 19.8 min warm). The others keep their order."""
-    long = [it for it in items if is_long(it)]
-    short = [it for it in items if not is_long(it)]
-    out: list = []
-    remaining = len(items)
-    for k in range(workers):
-        size = remaining // (workers - k)  # worksteal's split of the collection
-        remaining -= size
-        mine = long[k::workers]
-        take = max(0, size - len(mine))
-        out += mine + short[:take]
-        short = short[take:]
-    return out + short
 
 
 # Tests that ran longer than the default per-test timeout on the simulator before it ran a
 # SIMD-group as one (measured on 2 cores): their own timeout, so that `run.py` passes on the whole
-# file without --timeout on a slow or loaded machine; they also start each worker's share
-# (spread_long_tests). (Now, issue 29: test_load_store_same_ptr ~3-8 s, the downcast tests
-# 1-2.5 min each under -n 2.)
+# file without --timeout on a slow or loaded machine. (Now, issue 29: test_load_store_same_ptr
+# ~8 s, the downcast tests 1-2.5 min each with two side by side.)
 _SLOW = {
     # 1,000 launches of 65,536 programs x 1,024 threads
     "python/test/unit/language/test_core.py::test_load_store_same_ptr": 1200,
