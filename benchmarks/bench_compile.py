@@ -20,7 +20,8 @@ import uuid
 
 os.environ.setdefault("TRITON_BACKEND", "mps")
 os.environ.setdefault("TRITON_DEFAULT_FP_FUSION", "1")
-os.environ["TRITON_CACHE_DIR"] = tempfile.mkdtemp(prefix="tmps-bench-compile-")
+_CACHE = tempfile.TemporaryDirectory(prefix="tmps-bench-compile-")  # removed at exit
+os.environ["TRITON_CACHE_DIR"] = _CACHE.name
 os.environ["TRITON_ALWAYS_COMPILE"] = "1"
 
 import triton  # noqa: E402

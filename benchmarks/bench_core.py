@@ -65,7 +65,8 @@ def main() -> None:
     ap.add_argument("--device", default="sim")
     ap.add_argument("--repeat", type=int, default=5)
     args = ap.parse_args()
-    os.environ["TRITON_MPS_CACHE_DIR"] = tempfile.mkdtemp(prefix="tmps-bench-")
+    cache = tempfile.TemporaryDirectory(prefix="tmps-bench-")  # removed when main returns
+    os.environ["TRITON_MPS_CACHE_DIR"] = cache.name
     import triton_mps
 
     dev = triton_mps.get_device(args.device)

@@ -29,7 +29,9 @@ from pathlib import Path
 
 os.environ.setdefault("TRITON_BACKEND", "mps")
 os.environ.setdefault("TRITON_DEFAULT_FP_FUSION", "1")
-os.environ.setdefault("TRITON_CACHE_DIR", tempfile.mkdtemp(prefix="tmps-bench-launch-"))
+if "TRITON_CACHE_DIR" not in os.environ:
+    _CACHE = tempfile.TemporaryDirectory(prefix="tmps-bench-launch-")  # removed at exit
+    os.environ["TRITON_CACHE_DIR"] = _CACHE.name
 
 import torch  # noqa: E402
 import triton  # noqa: E402

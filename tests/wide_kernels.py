@@ -8,7 +8,8 @@ import importlib.util
 import tempfile
 from pathlib import Path
 
-_DIR = Path(tempfile.mkdtemp(prefix="tmps-wide-kernels-"))
+_TMP = tempfile.TemporaryDirectory(prefix="tmps-wide-kernels-")  # removed at exit
+_DIR = Path(_TMP.name)
 
 
 def wide_kernel(n_ptr: int, n_scalar: int):

@@ -29,6 +29,7 @@ from collections import Counter, defaultdict
 from pathlib import Path
 
 _OUT = os.environ.get("TMPS_RECORD_MSL")
+_CACHE: tempfile.TemporaryDirectory | None = None  # the fresh Triton cache of a recording run
 
 
 def current_test() -> str:
@@ -60,7 +61,9 @@ def pytest_configure(config):
     if not _OUT:
         return
     # A fresh Triton cache: a cached kernel is never lowered, so it would not be recorded.
-    os.environ["TRITON_CACHE_DIR"] = tempfile.mkdtemp(prefix="tmps-record-cache-")
+    global _CACHE
+    _CACHE = tempfile.TemporaryDirectory(prefix="tmps-record-cache-")  # removed at exit
+    os.environ["TRITON_CACHE_DIR"] = _CACHE.name
     import triton_mps.compiler as compiler
 
     compiler.compile_ttgir = _recording(compiler.compile_ttgir)

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <memory>
 #include <string>
 
@@ -29,13 +30,25 @@ namespace {
     }                                                         \
   } while (0)
 
-std::string temp_dir() {
-  static std::string dir = [] {
+// The tests' libraries go to a fresh folder, removed (with what the tests built) at exit.
+struct TempDir {
+  std::string path;
+  bool made = false;
+  TempDir() {
     char tmpl[] = "/tmp/tmps-sim-compiler-test-XXXXXX";
     const char* d = mkdtemp(tmpl);
-    return std::string(d ? d : "/tmp");
-  }();
-  return dir;
+    made = d != nullptr;
+    path = made ? d : "/tmp";
+  }
+  ~TempDir() {
+    std::error_code ignored;
+    if (made) std::filesystem::remove_all(path, ignored);
+  }
+};
+
+std::string temp_dir() {
+  static TempDir dir;
+  return dir.path;
 }
 
 struct Library {

@@ -16,7 +16,10 @@ import pytest
 
 os.environ["TRITON_BACKEND"] = "mps"
 os.environ.setdefault("TRITON_DEFAULT_FP_FUSION", "1")  # Triton 3.9 warns when unset
-os.environ.setdefault("TRITON_CACHE_DIR", tempfile.mkdtemp(prefix="tmps-triton-cache-"))
+if "TRITON_CACHE_DIR" not in os.environ:
+    # Removed when the process exits (~80 MB after a full run; each xdist worker has its own).
+    _CACHE = tempfile.TemporaryDirectory(prefix="tmps-triton-cache-")
+    os.environ["TRITON_CACHE_DIR"] = _CACHE.name
 
 
 def _entry_point_installed() -> bool:
@@ -26,7 +29,8 @@ def _entry_point_installed() -> bool:
 
 
 if "triton" not in sys.modules and not _entry_point_installed():
-    site = Path(tempfile.mkdtemp(prefix="tmps-entry-point-"))
+    _SITE = tempfile.TemporaryDirectory(prefix="tmps-entry-point-")  # removed at exit
+    site = Path(_SITE.name)
     info = site / "triton_mps_source_checkout-0.0.dist-info"
     info.mkdir()
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: triton-mps-source-checkout\nVersion: 0.0\n")
