@@ -12,6 +12,7 @@
 #include <iterator>
 #include <sstream>
 
+#include "line_tables.h"
 #include "scheduler.h"
 #include "sim_compiler.h"
 
@@ -151,8 +152,14 @@ std::string source_line_of(const void* pc) {
   Dl_info info{};
   if (!pc || !dladdr(pc, &info) || !info.dli_fname || !info.dli_fbase) return "";
   const uintptr_t offset = reinterpret_cast<uintptr_t>(pc) - reinterpret_cast<uintptr_t>(info.dli_fbase) - 1;
+  std::string with_lines = info.dli_fname;
+  if (std::shared_ptr<LineTables> lines = line_tables_of(with_lines)) {  // a -g0 build: its twin has the lines
+    std::string why;
+    with_lines = lines->twin(why);
+    if (with_lines.empty()) return "an unknown MSL line (" + why + ")";
+  }
   int status = -1;
-  std::string out = run_capture({"addr2line", "-i", "-e", info.dli_fname, hex(offset)}, status);
+  std::string out = run_capture({"addr2line", "-i", "-e", with_lines, hex(offset)}, status);
   if (status != 0) return "";
   // Innermost frame first: the first one in the kernel's own source (not the shim's headers
   // nor the generated entry points) is the user's line.

@@ -84,7 +84,9 @@ class AccessMap {
 };
 
 // "line 12" of the MSL (or Triton-generated MSL) for a code address in a kernel library, from
-// its line tables (addr2line); "" if unknown. Only on the error path: spawns a process.
+// its line tables (addr2line; a memcheck build's are in its twin, built on first need:
+// line_tables.h); "" if unknown, "an unknown MSL line (why)" if the twin cannot say. Only
+// on the error path: spawns processes.
 std::string source_line_of(const void* pc);
 
 // The Triton source lines behind an MSL text: our compiler writes `// @ kernel.py:12` before

@@ -326,7 +326,7 @@ std::string shim_hash() {
 
 namespace {
 // Everything on the build command line but the file names.
-void build_flags(std::vector<std::string>& argv, const CompileOptions& options, OptLevel level) {
+void build_flags(std::vector<std::string>& argv, const CompileOptions& options, OptLevel level, bool line_tables = false) {
   // -nostdlib: the object needs no libc at link time (math calls resolve at dlopen from the
   // host process); with zig it also avoids building libc stubs on a cold cache (~6 s).
   // -s: no static symbol table, which would record the temporary source file's random name
@@ -343,18 +343,20 @@ void build_flags(std::vector<std::string>& argv, const CompileOptions& options, 
     // memory, no constructor), only for memory reached through pointers (locals and globals
     // are not poisoned). Atomic read-modify-writes call the shim's own hook instead (they are
     // not plain accesses for the race check); a store after a load of the same address is
-    // checked too (the race check needs both). Line tables map a bad access to its MSL line (builds stay
-    // reproducible: see compile_shared_object).
+    // checked too (the race check needs both).
     for (const char* f : {"-fsanitize=address", "-fsanitize-address-outline-instrumentation", "-fno-sanitize-address-use-after-scope",
                           "-mllvm", "-asan-stack=0", "-mllvm", "-asan-globals=0", "-mllvm", "-asan-constructor-kind=none", "-mllvm", "-asan-instrument-atomics=0", "-mllvm", "-asan-opt-same-temp=0",
                           // accesses proven in bounds of a local are not checked: a collapsed
                           // kernel's lane arrays (sim/simd_collapse.h) indexed by the lane
-                          "-mllvm", "-asan-use-stack-safety=1",
-                          // DWARF 4: binutils' addr2line (memcheck.cpp) misses the inlined
-                          // frames of a split range in DWARF 5 (rnglistx), i.e. the kernel line
-                          // of a shim function's out-of-line call (a checked access's miss)
-                          "-gline-tables-only", "-gdwarf-4", "-fdebug-compilation-dir=.", "-DTMPS_SIM_MEMCHECK=1"})
+                          "-mllvm", "-asan-use-stack-safety=1", "-DTMPS_SIM_MEMCHECK=1"})
       argv.push_back(f);
+  }
+  if (line_tables) {
+    // Only in a library's twin (line_tables.h), which maps a report's address to its MSL line
+    // (builds stay reproducible: see compile_shared_object). DWARF 4: binutils' addr2line
+    // (memcheck.cpp) misses the inlined frames of a split range in DWARF 5 (rnglistx), i.e.
+    // the kernel line of a shim function's out-of-line call (a checked access's miss).
+    for (const char* f : {"-gline-tables-only", "-gdwarf-4", "-fdebug-compilation-dir=."}) argv.push_back(f);
   } else {
     argv.push_back("-g0");
     if (!direct) argv.push_back("-s");  // direct mode strips at the link (link_flags)
@@ -368,10 +370,10 @@ void build_flags(std::vector<std::string>& argv, const CompileOptions& options, 
   for (const char* f : {"-x", "c++"}) argv.push_back(f);
 }
 
-// Direct mode's link (ld.lld): a shared object, stripped unless memcheck needs line tables.
-std::vector<std::string> link_flags(const CompileOptions& options) {
+// Direct mode's link (ld.lld): a shared object, stripped unless it is a twin with line tables.
+std::vector<std::string> link_flags(bool line_tables = false) {
   std::vector<std::string> f = {"-shared"};
-  if (!options.memcheck) f.push_back("-s");
+  if (!line_tables) f.push_back("-s");
   return f;
 }
 }  // namespace
@@ -617,13 +619,13 @@ std::string build_fingerprint(const CompileOptions& options, OptLevel level) {
   for (const auto& a : argv) out += a + '\n';
   if (!find_toolchain().cc.empty()) {
     out += "link:\n";
-    for (const auto& a : link_flags(options)) out += a + '\n';
+    for (const auto& a : link_flags()) out += a + '\n';
   }
   return out;
 }
 
 void compile_shared_object(const std::string& cpp, const std::string& out_path, const CompileOptions& options,
-                           OptLevel level, const std::function<void()>& settle) {
+                           OptLevel level, const std::function<void()>& settle, bool line_tables) {
   const Toolchain& tc = find_toolchain();
   temp_dir();  // the compiler and linker write temporary files there
   std::string dir = dir_of(out_path);
@@ -649,7 +651,7 @@ void compile_shared_object(const std::string& cpp, const std::string& out_path, 
           return support_object(tc, options, dir);
         });
     std::vector<std::string> argv = tc.cc;
-    build_flags(argv, options, level);
+    build_flags(argv, options, level, line_tables);
     const size_t n = argv.size();
     try {
       r = run_tool(argv, "the kernel's compile", options,
@@ -664,7 +666,7 @@ void compile_shared_object(const std::string& cpp, const std::string& out_path, 
     const std::string support = support_built.get();
     if (r.status == 0) {
       std::vector<std::string> link = tc.ld;
-      for (const std::string& f : link_flags(options)) link.push_back(f);
+      for (const std::string& f : link_flags(line_tables)) link.push_back(f);
       for (const std::string& a : {std::string("kernel.o"), support, std::string("-o"), std::string("kernel.so")})
         link.push_back(a);
       r = run_tool(link, "the kernel's link", options, [&] { return run_process(link, compiler_env(tc), work); });
@@ -672,7 +674,7 @@ void compile_shared_object(const std::string& cpp, const std::string& out_path, 
   } else {
     const std::string support = support_object(tc, options, dir);
     std::vector<std::string> argv = tc.cxx;
-    build_flags(argv, options, level);
+    build_flags(argv, options, level, line_tables);
     // `-x none` ends `-x c++`: the support object is an object file.
     for (const std::string& a : {std::string("kernel.cpp"), std::string("-x"), std::string("none"), support,
                                  std::string("-o"), std::string("kernel.so")})

@@ -30,8 +30,10 @@ enum class OptLevel { Quick, Full };
 // `settle`, if given, runs once the compiler is done and before anything is published or a
 // compile error thrown: a check running beside the build (the strict check) gives its verdict
 // there, so its error comes first and a rejected kernel's object never reaches `out_path`.
+// `line_tables`: with line tables (a library's twin, line_tables.h); the same code otherwise.
 void compile_shared_object(const std::string& cpp, const std::string& out_path, const CompileOptions& options,
-                           OptLevel level = OptLevel::Full, const std::function<void()>& settle = {});
+                           OptLevel level = OptLevel::Full, const std::function<void()>& settle = {},
+                           bool line_tables = false);
 
 // The CPU kernels are built for: a fixed baseline chosen from what the host can run (never the
 // host's native features, which may change numerics), or $TRITON_MPS_SIM_CPU. `name` is in the

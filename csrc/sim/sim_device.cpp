@@ -21,6 +21,7 @@
 #include "simd_collapse.h"
 #include "pipeline_cache.h"
 #include "sha256.h"
+#include "line_tables.h"
 #include "memcheck.h"
 #include "object_cache.h"
 #include "sim_compiler.h"
@@ -88,6 +89,7 @@ struct KernelLibrary {
   uint32_t count = 0;
   const tmps_sim_memcheck** memcheck = nullptr;  // memcheck builds: the library's tmps_sim_mc
   double build_ns = 0;                           // how long its build took (0: not recorded)
+  std::shared_ptr<LineTables> lines;             // memcheck builds: their line tables (line_tables.h)
   std::mutex dispatch_mu;                        // memcheck builds: one dispatch at a time
   ~KernelLibrary() {
     if (handle) dlclose(handle);
@@ -104,6 +106,21 @@ struct KernelLibrary {
   }
 };
 
+// What a kernel library is built from, and the cache key naming all of it (library_key).
+struct LibraryRecipe {
+  std::shared_ptr<const std::string> cpp;  // shared: a -O0 pipeline keeps it for its -O2 rebuild
+  CompileOptions options;
+  OptLevel level = OptLevel::Full;
+  std::string key;
+};
+
+// The text compiled for `r`: the library names the key it was built for (checked at every
+// load from disk).
+std::string library_source(const LibraryRecipe& r) {
+  return *r.cpp + "\nextern \"C\" __attribute__((visibility(\"default\"))) extern const char tmps_sim_key[] = \"" + r.key +
+         "\";\n";
+}
+
 // Libraries loaded in this process, by path: the same file is loaded once.
 std::mutex g_libs_mu;
 std::map<std::string, std::weak_ptr<KernelLibrary>> g_libs;
@@ -114,10 +131,22 @@ std::shared_ptr<KernelLibrary> loaded_library(const std::string& path) {
   return it == g_libs.end() ? nullptr : it->second.lock();
 }
 
+std::string library_path(const std::string& dir, const std::string& key) { return (fs::path(dir) / (key + ".so")).string(); }
+
+// A memcheck build's line tables: its twin, built on a report's first need (line_tables.h).
+std::shared_ptr<LineTables> line_tables_for(const std::string& path, const LibraryRecipe& r) {
+  if (!r.options.memcheck) return nullptr;
+  const std::string twin = (fs::path(usable_cache_dir("sim")) / (r.key + ".lines.so")).string();
+  return std::make_shared<LineTables>(path, twin, [r](const std::string& out) {
+    compile_shared_object(library_source(r), out, r.options, r.level, {}, /*line_tables=*/true);
+  });
+}
+
 // dlopen + ABI checks; nullptr with `why` set if the file is not a usable kernel library.
-// `key`: the cache key the library must have been built for (its `tmps_sim_key`), so a
+// `r.key`: the cache key the library must have been built for (its `tmps_sim_key`), so a
 // library swapped in from another entry, or left by another build, is never used.
-std::shared_ptr<KernelLibrary> open_library(const std::string& path, const std::string& key, std::string& why) {
+std::shared_ptr<KernelLibrary> open_library(const std::string& path, const LibraryRecipe& r, std::string& why) {
+  const std::string& key = r.key;
   std::lock_guard<std::mutex> lock(g_libs_mu);
   if (auto it = g_libs.find(path); it != g_libs.end())
     if (auto lib = it->second.lock()) return lib;
@@ -157,9 +186,21 @@ std::shared_ptr<KernelLibrary> open_library(const std::string& path, const std::
   lib->memcheck = static_cast<const tmps_sim_memcheck**>(dlsym(h, "tmps_sim_mc"));
   lib->kernels = kernels;
   lib->count = *count;
+  lib->lines = line_tables_for(path, r);
   g_libs[path] = lib;
   return lib;
 }
+
+}  // namespace
+
+std::shared_ptr<LineTables> line_tables_of(const std::string& path) {
+  std::lock_guard<std::mutex> lock(g_libs_mu);
+  auto it = g_libs.find(path);
+  std::shared_ptr<KernelLibrary> lib = it == g_libs.end() ? nullptr : it->second.lock();
+  return lib ? lib->lines : nullptr;
+}
+
+namespace {
 
 // ---- building and finding libraries ---------------------------------------------------------
 
@@ -203,11 +244,14 @@ std::string library_key(const std::string& cpp, const CompileOptions& options, O
   return sha256_hex(key_text);
 }
 
-std::string library_path(const std::string& dir, const std::string& key) { return (fs::path(dir) / (key + ".so")).string(); }
+LibraryRecipe recipe(std::shared_ptr<const std::string> cpp, const CompileOptions& options, OptLevel level) {
+  std::string key = library_key(*cpp, options, level);
+  return LibraryRecipe{std::move(cpp), options, level, std::move(key)};
+}
 
 // The library at `so` if this process has it or the disk has a verified copy; nullptr if not
 // (an unusable entry on disk is counted, reported, and left to be rebuilt).
-std::shared_ptr<KernelLibrary> cached_library_at(const std::string& so, const std::string& key, const std::string& entry,
+std::shared_ptr<KernelLibrary> cached_library_at(const std::string& so, const LibraryRecipe& r, const std::string& entry,
                                                  BuildCounters& n) {
   if (std::shared_ptr<KernelLibrary> lib = loaded_library(so)) {
     ++n.memory_hits;
@@ -217,7 +261,7 @@ std::shared_ptr<KernelLibrary> cached_library_at(const std::string& so, const st
   double build_ns = 0;
   const EntryState state = verify_entry(so, why, &build_ns);
   if (state == EntryState::Valid) {
-    if (std::shared_ptr<KernelLibrary> lib = open_library(so, key, why)) {
+    if (std::shared_ptr<KernelLibrary> lib = open_library(so, r, why)) {
       ++n.disk_hits;
       lib->build_ns = build_ns;
       return lib;
@@ -233,26 +277,23 @@ std::shared_ptr<KernelLibrary> cached_library_at(const std::string& so, const st
 
 // The library built for `key`: in the writable cache, else in a read-only cache beneath it
 // (pipeline_cache.h CacheDirs: a cache baked into an image, a full disk); nullptr if neither.
-std::shared_ptr<KernelLibrary> cached_library(const std::string& key, const std::string& entry, BuildCounters& n) {
+std::shared_ptr<KernelLibrary> cached_library(const LibraryRecipe& r, const std::string& entry, BuildCounters& n) {
   const CacheDirs dirs = cache_dirs("sim");
-  if (std::shared_ptr<KernelLibrary> lib = cached_library_at(library_path(dirs.write, key), key, entry, n)) return lib;
-  if (!dirs.read_only.empty()) return cached_library_at(library_path(dirs.read_only, key), key, entry, n);
+  if (std::shared_ptr<KernelLibrary> lib = cached_library_at(library_path(dirs.write, r.key), r, entry, n)) return lib;
+  if (!dirs.read_only.empty()) return cached_library_at(library_path(dirs.read_only, r.key), r, entry, n);
   return nullptr;
 }
 
 // Compiles, records and loads the library for `key` at `so`.
-std::shared_ptr<KernelLibrary> build_library_at(const std::string& cpp, const std::string& so, const std::string& key,
-                                                const CompileOptions& options, OptLevel level, BuildCounters& n,
+std::shared_ptr<KernelLibrary> build_library_at(const std::string& so, const LibraryRecipe& r, BuildCounters& n,
                                                 const std::function<void()>& settle) {
-  // The library names the key it was built for (checked at every load from disk).
   const auto t0 = std::chrono::steady_clock::now();
-  compile_shared_object(cpp + "\nextern \"C\" __attribute__((visibility(\"default\"))) extern const char "
-                              "tmps_sim_key[] = \"" + key + "\";\n", so, options, level, settle);
+  compile_shared_object(library_source(r), so, r.options, r.level, settle);
   const double build_ns = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count();
   ++n.compiled;
   write_meta(so, build_ns);
   std::string why;
-  std::shared_ptr<KernelLibrary> lib = open_library(so, key, why);
+  std::shared_ptr<KernelLibrary> lib = open_library(so, r, why);
   if (!lib) throw CompileError("simulator: cannot load the compiled kernel library " + so + ": " + why);
   lib->build_ns = build_ns;
   return lib;
@@ -261,15 +302,14 @@ std::shared_ptr<KernelLibrary> build_library_at(const std::string& cpp, const st
 // build_library_at in the writable cache. A disk that refuses the write there (full, over
 // quota, read-only) moves this process's builds to the temporary directory (with a warning)
 // and the build runs once more there; any other failure, or a refusal there too, is raised.
-std::shared_ptr<KernelLibrary> build_library(const std::string& cpp, const std::string& key, const CompileOptions& options,
-                                             OptLevel level, BuildCounters& n, const std::function<void()>& settle = {}) {
-  const std::string so = library_path(usable_cache_dir("sim"), key);
+std::shared_ptr<KernelLibrary> build_library(const LibraryRecipe& r, BuildCounters& n, const std::function<void()>& settle = {}) {
+  const std::string so = library_path(usable_cache_dir("sim"), r.key);
   try {
-    return build_library_at(cpp, so, key, options, level, n, settle);
+    return build_library_at(so, r, n, settle);
   } catch (const HostError& e) {
     if (!give_up_cache_writes(so, e.os_error, e.what())) throw;
   }
-  return build_library_at(cpp, library_path(usable_cache_dir("sim"), key), key, options, level, n, settle);
+  return build_library_at(library_path(usable_cache_dir("sim"), r.key), r, n, settle);
 }
 
 // How much nicer a background build's compiler processes run (CompileOptions::waited_for).
@@ -645,14 +685,14 @@ std::shared_ptr<Pipeline> SimDevice::build_pipeline(const std::string& source, c
   // target (no F16C) is built -O2 only: there, -O0 half arithmetic propagates other NaN payloads
   // than -O2 (measured: tests/sim/test_sim_target.py); every other target gives the same bits.
   const Tiering tier = sim_target().name == "x86_64" ? Tiering::Full : tiering();
-  std::string cpp = tr.cpp;  // with the collapsed SIMD-group functions, unless they fail to compile
-  std::string key_full = library_key(cpp, options, OptLevel::Full);
-  std::shared_ptr<KernelLibrary> lib = cached_library(key_full, entry, *counters_);
+  // The C++ with the collapsed SIMD-group functions, unless they fail to compile.
+  LibraryRecipe full = recipe(std::make_shared<const std::string>(tr.cpp), options, OptLevel::Full);
+  std::shared_ptr<KernelLibrary> lib = cached_library(full, entry, *counters_);
   std::function<std::shared_ptr<KernelLibrary>()> full_build;
   if (!lib) {
     const OptLevel level = tier == Tiering::Full ? OptLevel::Full : OptLevel::Quick;
-    std::string key = level == OptLevel::Full ? key_full : library_key(cpp, options, level);
-    if (level == OptLevel::Quick) lib = cached_library(key, entry, *counters_);
+    LibraryRecipe r = level == OptLevel::Full ? full : recipe(full.cpp, options, level);
+    if (level == OptLevel::Quick) lib = cached_library(r, entry, *counters_);
     if (!lib) {
       // Only on a real build: options.key() (part of the key) holds strict_check, so a cached
       // library already passed the check when it was made.
@@ -680,29 +720,28 @@ std::shared_ptr<Pipeline> SimDevice::build_pipeline(const std::string& source, c
       }
       ChildNice nicer(nice);
       try {
-        lib = build_library(cpp, key, options, level, *counters_, settle);
+        lib = build_library(r, *counters_, settle);
       } catch (const CompileError&) {
         if (strict.valid()) strict.get();  // failed before settling: the strict verdict still comes first
-        if (cpp == tr.cpp_plain) throw;
+        if (*full.cpp == tr.cpp_plain) throw;
         // The collapse's C++ did not compile (a construct it misread): the kernel as it was,
         // counted, so it shows (sim_collapse_counts). A real error comes from this build.
         count_collapse("refused after the build: the collapsed C++ did not compile");
-        cpp = tr.cpp_plain;
-        key_full = library_key(cpp, options, OptLevel::Full);
-        key = level == OptLevel::Full ? key_full : library_key(cpp, options, level);
-        lib = cached_library(key, entry, *counters_);
-        if (!lib) lib = build_library(cpp, key, options, level, *counters_);
+        full = recipe(std::make_shared<const std::string>(tr.cpp_plain), options, OptLevel::Full);
+        r = level == OptLevel::Full ? full : recipe(full.cpp, options, level);
+        lib = cached_library(r, entry, *counters_);
+        if (!lib) lib = build_library(r, *counters_);
       } catch (...) {
         if (strict.valid()) strict.get();
         throw;
       }
     }
     if (level == OptLevel::Quick && tier == Tiering::Auto) {
-      full_build = [cpp, key_full, options, entry, counters = counters_]() {
-        std::shared_ptr<KernelLibrary> full = cached_library(key_full, entry, *counters);
-        if (!full) full = build_library(cpp, key_full, options, OptLevel::Full, *counters);
+      full_build = [full, entry, counters = counters_]() {
+        std::shared_ptr<KernelLibrary> built = cached_library(full, entry, *counters);
+        if (!built) built = build_library(full, *counters);
         ++counters->promoted;
-        return full;
+        return built;
       };
     }
   }
@@ -714,9 +753,9 @@ std::shared_ptr<Pipeline> SimDevice::build_pipeline(const std::string& source, c
     // (#undef first: a precompiled shim, included before this text, defined it empty.)
     counting_build = [cpp = "#undef TMPS_FLOPS\n#define TMPS_FLOPS(n) (tmps_sim_rt->count_flops((tmps_u32)(n)))\n" + tr.cpp_plain,
                       options, entry, counters = counters_]() {
-      const std::string key = library_key(cpp, options, OptLevel::Full);
-      std::shared_ptr<KernelLibrary> built = cached_library(key, entry, *counters);
-      return built ? built : build_library(cpp, key, options, OptLevel::Full, *counters);
+      const LibraryRecipe r = recipe(std::make_shared<const std::string>(cpp), options, OptLevel::Full);
+      std::shared_ptr<KernelLibrary> built = cached_library(r, entry, *counters);
+      return built ? built : build_library(r, *counters);
     };
   }
   return std::make_shared<SimPipeline>(KernelVariant{std::move(lib), k}, source, std::move(full_build),

@@ -272,3 +272,89 @@ print("USABLE", bool(torch.equal(out[:999], x[:999])))
     assert "byte offset 4000 (element 1000)" in r.stdout, r.stdout
     assert "(mask_bug.py:11)" in r.stdout, r.stdout  # the Triton line of the tl.store
     assert "USABLE True" in r.stdout, r.stdout
+
+
+_LINES_SCRIPT = r"""
+import sys
+import numpy as np
+import triton_mps
+sim = triton_mps.get_device("sim")
+k = triton_mps.compile_msl(sys.argv[1], "shifted", sim, memcheck=True)
+out, x = np.full(16, 7.0, np.float32), np.arange(16, dtype=np.float32)
+print("BUILT")
+sys.stdout.flush()
+input()  # the parent looks at the cache before any report
+try:
+    k(out, x, 1, 0, grid=1, threads=16)
+    sim.synchronize()
+    print("NO ERROR")
+except triton_mps.DispatchError as e:
+    print("ERROR", e)
+k(out, x, 0, 0, grid=1, threads=16)
+sim.synchronize()
+print("USABLE", bool((out == 2 * x).all()))
+"""
+
+
+def _report_in_child(tmp_path, source, before_report=None):
+    """Builds `source` in a child process with its own caches, calls `before_report(sim_cache)`,
+    then makes the child report an out-of-bounds store; the child's output."""
+    import subprocess
+    import sys
+
+    env = dict(os.environ, TRITON_MPS_CACHE_DIR=str(tmp_path / "mps"), TRITON_MPS_SIM_OPT="2")
+    p = subprocess.Popen([sys.executable, "-c", _LINES_SCRIPT, source], env=env, stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert p.stdout.readline().strip() == "BUILT", p.communicate()
+    if before_report:
+        before_report(tmp_path / "mps" / "sim")
+    out, err = p.communicate("\n", timeout=600)
+    assert p.returncode == 0, out + err
+    assert "USABLE True" in out, out
+    return out
+
+
+def test_memcheck_builds_get_line_tables_only_when_a_report_needs_them(tmp_path):
+    """A memcheck build carries no debug information (-g0: faster builds); the first report
+    builds its twin with line tables, whose code is checked to be the library's, and names
+    the MSL line from it. Later processes reuse the cached twin."""
+    libraries = {}
+
+    def no_twin_yet(cache):
+        so = [p for p in cache.glob("*.so") if not p.name.endswith(".lines.so")]
+        assert len(so) == 1 and not list(cache.glob("*.lines.so")), sorted(cache.iterdir())
+        assert b".debug_line" not in so[0].read_bytes()  # no line tables in the library
+        libraries["so"] = so[0]
+
+    out = _report_in_child(tmp_path, SHIFTED, no_twin_yet)
+    assert "out-of-bounds store of 4 bytes past the end of buffer(0) 'out'" in out, out
+    assert f"line {STORE_LINE}" in out, out
+    twin = libraries["so"].with_name(libraries["so"].name[:-3] + ".lines.so")
+    assert twin.exists() and b".debug_line" in twin.read_bytes()
+    made = twin.stat().st_mtime_ns
+    out = _report_in_child(tmp_path, SHIFTED)  # a new process: the cached twin
+    assert f"line {STORE_LINE}" in out, out
+    assert twin.stat().st_mtime_ns == made
+
+
+def test_a_twin_with_other_code_gives_no_line(tmp_path):
+    """A twin whose code differs from its library's (here: another kernel's, with a valid
+    sidecar) is never used to name a line: the report says why the line is unknown."""
+    import hashlib
+
+    other = SHIFTED.replace("v * 2.0f", "v * 2.0f + 0.0f * float(i)")
+    _report_in_child(tmp_path / "other", other)
+    other_twin = next((tmp_path / "other" / "mps" / "sim").glob("*.lines.so"))
+
+    def plant(cache):
+        so = next(p for p in cache.glob("*.so") if not p.name.endswith(".lines.so"))
+        twin = so.with_name(so.name[:-3] + ".lines.so")
+        data = other_twin.read_bytes()
+        twin.write_bytes(data)
+        (twin.parent / (twin.name + ".meta")).write_text(
+            f"tmps-sim-meta-v1\nsize {len(data)}\nsha256 {hashlib.sha256(data).hexdigest()}\n")
+
+    out = _report_in_child(tmp_path, SHIFTED, plant)
+    assert "ERROR kernel 'shifted': out-of-bounds store" in out, out
+    assert f"line {STORE_LINE}" not in out, out
+    assert "at an unknown MSL line (its copy with line tables has other code (section" in out, out
