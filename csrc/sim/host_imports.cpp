@@ -2,68 +2,39 @@
 #include "host_imports.h"
 
 #include <cstdint>
-#include <cstring>
-#include <fstream>
-#include <iterator>
 #include <set>
 
+#include "elf_file.h"
 #include "errors.h"
 
 namespace tmps::sim {
 namespace {
 
-template <class T>
-bool read_at(const std::string& f, uint64_t off, T& out) {
-  if (off > f.size() || sizeof(T) > f.size() - off) return false;
-  std::memcpy(&out, f.data() + off, sizeof(T));
-  return true;
-}
-
-// ELF64 little-endian layouts (the fields we read).
-struct Ehdr {
-  unsigned char ident[16];
-  uint16_t type, machine;
-  uint32_t version;
-  uint64_t entry, phoff, shoff;
-  uint32_t flags;
-  uint16_t ehsize, phentsize, phnum, shentsize, shnum, shstrndx;
-};
-struct Shdr {
-  uint32_t name, type;
-  uint64_t flags, addr, offset, size;
-  uint32_t link, info;
-  uint64_t addralign, entsize;
-};
+// An ELF64 little-endian dynamic symbol (the fields we read).
 struct Sym {
   uint32_t name;
   unsigned char info, other;
   uint16_t shndx;
   uint64_t value, size;
 };
-constexpr uint32_t kShtDynsym = 11;
 
 }  // namespace
 
 std::vector<std::string> undefined_symbols(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw CompileError("simulator: cannot read the built kernel library " + path);
-  const std::string f((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  Ehdr eh{};
-  if (!read_at(f, 0, eh) || std::memcmp(eh.ident, "\x7f" "ELF", 4) != 0 || eh.ident[4] != 2 || eh.ident[5] != 1)
-    return {};
+  ElfFile f;
+  if (!read_elf(path, f)) throw CompileError("simulator: cannot read the built kernel library " + path);
   std::vector<std::string> out;
-  for (uint16_t i = 0; i < eh.shnum; ++i) {
-    Shdr sh{};
-    if (!read_at(f, eh.shoff + uint64_t(i) * eh.shentsize, sh) || sh.type != kShtDynsym) continue;
-    Shdr strtab{};
-    if (!read_at(f, eh.shoff + uint64_t(sh.link) * eh.shentsize, strtab)) break;
+  for (const ElfSection& sh : f.sections) {
+    if (sh.type != kElfDynsym) continue;
+    if (sh.link >= f.sections.size()) break;
+    const ElfSection& strtab = f.sections[sh.link];
     const uint64_t n = sh.entsize ? sh.size / sh.entsize : 0;
     for (uint64_t k = 1; k < n; ++k) {
       Sym s{};
-      if (!read_at(f, sh.offset + k * sh.entsize, s) || s.shndx != 0 || s.name == 0) continue;
+      if (!read_at(f.bytes, sh.offset + k * sh.entsize, s) || s.shndx != 0 || s.name == 0) continue;
       const uint64_t at = strtab.offset + s.name;
-      if (at >= f.size()) continue;
-      out.emplace_back(f.c_str() + at);  // NUL-terminated within the string table
+      if (at >= f.bytes.size()) continue;
+      out.emplace_back(f.bytes.c_str() + at);  // NUL-terminated within the string table
     }
   }
   return out;

@@ -16,8 +16,9 @@ namespace tmps::sim {
 class LineTables {
  public:
   // `build(out)`: compiles the library's source with line tables to `out` (throws on failure).
+  // The twin is `twin_name` in the writable cache (pipeline_cache.h), found on first need.
   using Build = std::function<void(const std::string& out)>;
-  LineTables(std::string library, std::string twin, Build build);
+  LineTables(std::string library, std::string twin_name, Build build);
 
   // The file whose line tables describe `library`: the twin, built now if the cache has no
   // intact copy. "" when it cannot be built or its code differs from the library's; `why` then
@@ -31,7 +32,7 @@ class LineTables {
 
   std::mutex mu_;
   bool tried_ = false;
-  std::string library_, twin_, result_, why_;
+  std::string library_, twin_name_, result_, why_;
   Build build_;
 };
 

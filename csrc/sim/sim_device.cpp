@@ -136,8 +136,7 @@ std::string library_path(const std::string& dir, const std::string& key) { retur
 // A memcheck build's line tables: its twin, built on a report's first need (line_tables.h).
 std::shared_ptr<LineTables> line_tables_for(const std::string& path, const LibraryRecipe& r) {
   if (!r.options.memcheck) return nullptr;
-  const std::string twin = (fs::path(usable_cache_dir("sim")) / (r.key + ".lines.so")).string();
-  return std::make_shared<LineTables>(path, twin, [r](const std::string& out) {
+  return std::make_shared<LineTables>(path, r.key + ".lines.so", [r](const std::string& out) {
     compile_shared_object(library_source(r), out, r.options, r.level, {}, /*line_tables=*/true);
   });
 }
