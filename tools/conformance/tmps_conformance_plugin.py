@@ -12,6 +12,7 @@ test file (Triton's front end, the runtime), else the test's own assertion.
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import re
@@ -32,6 +33,13 @@ def pytest_addoption(parser):
     group.addoption("--tmps-ids", default=None, help="file of node ids to run (others deselected)")
     group.addoption("--tmps-skips", default=None, help="skip list (pattern | reason)")
     group.addoption("--tmps-report", default=None, help="JSON-lines report, one record per test")
+
+
+def pytest_collection_finish(session):
+    # What exists once the tests are collected (torch, Triton, ~13,000 test items) lives to the
+    # end: keep it out of the garbage collector's full passes, which would walk it every time.
+    gc.collect()
+    gc.freeze()
 
 
 def pytest_collection_modifyitems(session, config, items):
