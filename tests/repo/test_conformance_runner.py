@@ -122,6 +122,41 @@ def test_files_that_collect_nothing_are_reported_and_the_others_run(fake_upstrea
         assert "1 skipped**; its tests took" in (out / "test_fake" / "summary.md").read_text()
 
 
+ENV_CHECK = """
+import gc, json, os
+
+def test_env():
+    keys = ("MALLOC_MMAP_MAX_", "MALLOC_TRIM_THRESHOLD_", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS",
+            "THP_MEM_ALLOC_ENABLE", "PYTEST_XDIST_WORKER")
+    seen = {k: os.environ.get(k) for k in keys}
+    seen["frozen"] = gc.get_freeze_count()
+    with open(os.environ["TMPS_ENV_OUT"], "a") as f:
+        f.write(json.dumps(seen) + "\\n")
+"""
+
+
+def test_workers_get_the_runners_memory_and_thread_settings(fake_upstream, tmp_path):
+    """The settings the whole upstream set's time depends on reach each xdist worker: freed memory
+    kept in the process, torch's and OpenBLAS's threads shared out between the workers, and what
+    collection built frozen out of the garbage collector's full passes."""
+    lang = fake_upstream / "up" / "python" / "test" / "unit" / "language"
+    (lang / "test_env.py").write_text(ENV_CHECK)
+    seen_file = tmp_path / "seen.jsonl"
+    env = {k: v for k, v in os.environ.items() if k not in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS")}
+    env["TMPS_ENV_OUT"] = str(seen_file)
+    r = subprocess.run([sys.executable, str(RUNNER), "test_env.py", "--upstream", str(fake_upstream / "up"),
+                        "--out", str(fake_upstream / "out"), "--skips", str(fake_upstream / "skips.txt"),
+                        "--ratchet-dir", str(fake_upstream / "ratchet"), "-n", "2"],
+                       capture_output=True, text=True, timeout=300, env=env)
+    assert r.returncode == 0, r.stdout + r.stderr
+    seen = [json.loads(ln) for ln in seen_file.read_text().splitlines()]
+    assert len(seen) == 1 and seen[0]["PYTEST_XDIST_WORKER"] in ("gw0", "gw1"), seen
+    threads = str(max(1, (os.cpu_count() or 1) // 2))
+    assert seen[0]["MALLOC_MMAP_MAX_"] == "0" and int(seen[0]["MALLOC_TRIM_THRESHOLD_"]) >= 1 << 30
+    assert seen[0]["OMP_NUM_THREADS"] == threads and seen[0]["OPENBLAS_NUM_THREADS"] == threads
+    assert seen[0]["THP_MEM_ALLOC_ENABLE"] == "1" and seen[0]["frozen"] > 1000
+
+
 def test_skip_entries_need_a_reason(fake_upstream):
     (fake_upstream / "skips.txt").write_text("python/test/unit/language/test_fake.py::test_ok\n")
     r = _run(fake_upstream)

@@ -71,8 +71,10 @@ def env_for_run() -> dict:
 def threads_per_worker(workers: str) -> str:
     """torch's OpenMP and numpy's OpenBLAS threads for each of `workers` xdist workers: the
     cores shared out (their idle threads spin, taking the core another worker's test needs)."""
-    n = int(workers) if workers.strip().isdigit() and int(workers) > 0 else 1
-    return str(max(1, (os.cpu_count() or 1) // n))
+    cores = os.cpu_count() or 1
+    w = workers.strip()
+    n = cores if w in ("auto", "logical") else int(w) if w.isdigit() and int(w) > 0 else 1
+    return str(max(1, cores // n))
 
 
 class NothingCollected(SystemExit):
