@@ -49,7 +49,8 @@ def test_path(name: str) -> str:
     return f"{LANG_DIR}/{name if name.endswith('.py') else name + '.py'}"
 
 
-def env_for_run() -> dict:
+def env_for_run(workers: str = "0") -> dict:
+    """The environment of a pytest run over the upstream tests with `workers` xdist workers."""
     env = dict(os.environ)
     env["TRITON_BACKEND"] = "mps"
     env["PYTHONPATH"] = os.pathsep.join([str(HERE)] + [p for p in [env.get("PYTHONPATH")] if p])
@@ -65,6 +66,8 @@ def env_for_run() -> dict:
     # returned above 1 GB): ~20% faster side by side with a second worker.
     env.setdefault("MALLOC_MMAP_MAX_", "0")
     env.setdefault("MALLOC_TRIM_THRESHOLD_", str(1 << 30))
+    for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+        env.setdefault(name, threads_per_worker(workers))
     return env
 
 
@@ -220,9 +223,8 @@ def run_pytest(upstream: Path, paths: list[str], pytest_args: list[str], ids: li
     cmd += extra
     t0 = time.time()
     with (out / "pytest.log").open("w") as log:
-        threads = threads_per_worker(str(args.workers))
-        spread = {k: os.environ.get(k, threads) for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS")}
-        subprocess.run(cmd, cwd=upstream, env={**env_for_run(), **spread, **env}, stdout=log, stderr=subprocess.STDOUT)
+        subprocess.run(cmd, cwd=upstream, env={**env_for_run(str(args.workers)), **env}, stdout=log,
+                       stderr=subprocess.STDOUT)
     seconds = time.time() - t0
     records = [json.loads(ln) for ln in report.read_text().splitlines()] if report.exists() else []
     return records, seconds
